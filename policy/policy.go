@@ -1,0 +1,169 @@
+// Package policy turns what is known about one tool call (static
+// annotations and hints from tools/list, a resolution from tools/resolve,
+// and a deployer's overrides) into effective values, each with the place
+// it came from, and into the two decisions clients make before a call: does
+// it need the user's confirmation, and is it safe to retry.
+//
+// It is pure: no transport, no I/O.
+package policy
+
+import (
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/preflightmcp/preflight"
+	"github.com/preflightmcp/preflight/hints"
+)
+
+// Source says where an effective value came from.
+type Source string
+
+const (
+	// SourceOverride: a deployer's override, which wins over the server.
+	SourceOverride Source = "override"
+	// SourceResolved: the server's tools/resolve answer for these arguments.
+	SourceResolved Source = "resolved"
+	// SourceStatic: the tool's definition in tools/list.
+	SourceStatic Source = "static"
+	// SourceDerived: a hint the server left out, derived from the
+	// effective annotations.
+	SourceDerived Source = "derived"
+	// SourceDefault: the protocol's default for a value nobody gave.
+	SourceDefault Source = "default"
+)
+
+// Value is an effective value and where it came from.
+type Value[T any] struct {
+	Value  T      `json:"value"`
+	Source Source `json:"source"`
+}
+
+// Effective holds the effective annotations and hints of one call.
+type Effective struct {
+	ReadOnly             Value[bool]              `json:"readOnlyHint"`
+	Destructive          Value[bool]              `json:"destructiveHint"`
+	Idempotent           Value[bool]              `json:"idempotentHint"`
+	OpenWorld            Value[bool]              `json:"openWorldHint"`
+	Effect               Value[hints.Effect]      `json:"effect"`
+	IdempotentCall       Value[bool]              `json:"idempotent"`
+	RequiresConfirmation Value[bool]              `json:"requiresConfirmation"`
+	ResultSensitivity    Value[hints.Sensitivity] `json:"resultSensitivity"`
+}
+
+// Input is everything known about a call before it is made.
+type Input struct {
+	// Static are the annotations in tools/list; nil if the tool has none.
+	Static *mcp.ToolAnnotations
+	// StaticHints are the hints in the tool's _meta in tools/list.
+	StaticHints hints.Hints
+	// Resolved are the annotations of a successful resolution for these
+	// exact arguments; nil when there is none.
+	Resolved *preflight.Annotations
+	// ResolvedHints are the hints that came with the resolution.
+	ResolvedHints hints.Hints
+	// Overrides are a deployer's hints for this tool; they win.
+	Overrides hints.Hints
+}
+
+// Evaluate returns the effective values of in. Annotations come from the
+// resolution, else from tools/list, else from the protocol defaults. Hints
+// come from the overrides, else the resolution, else tools/list, else are
+// derived from the effective annotations. Static hints are ignored once a
+// resolution exists only where the resolution sets the same hint.
+func Evaluate(in Input) Effective {
+	var e Effective
+	switch {
+	case in.Resolved != nil:
+		r := *in.Resolved
+		e.ReadOnly = Value[bool]{r.ReadOnlyHint, SourceResolved}
+		e.Destructive = Value[bool]{r.DestructiveHint, SourceResolved}
+		e.Idempotent = Value[bool]{r.IdempotentHint, SourceResolved}
+		e.OpenWorld = Value[bool]{r.OpenWorldHint, SourceResolved}
+	case in.Static != nil:
+		s := preflight.AnnotationsOf(in.Static)
+		e.ReadOnly = Value[bool]{s.ReadOnlyHint, SourceStatic}
+		e.Idempotent = Value[bool]{s.IdempotentHint, SourceStatic}
+		e.Destructive = Value[bool]{s.DestructiveHint, SourceDefault}
+		if in.Static.DestructiveHint != nil {
+			e.Destructive.Source = SourceStatic
+		}
+		e.OpenWorld = Value[bool]{s.OpenWorldHint, SourceDefault}
+		if in.Static.OpenWorldHint != nil {
+			e.OpenWorld.Source = SourceStatic
+		}
+	default:
+		d := preflight.DefaultAnnotations
+		e.ReadOnly = Value[bool]{d.ReadOnlyHint, SourceDefault}
+		e.Destructive = Value[bool]{d.DestructiveHint, SourceDefault}
+		e.Idempotent = Value[bool]{d.IdempotentHint, SourceDefault}
+		e.OpenWorld = Value[bool]{d.OpenWorldHint, SourceDefault}
+	}
+
+	derived := hints.Derive(e.Annotations())
+	layers := []struct {
+		h   hints.Hints
+		src Source
+	}{
+		{in.Overrides, SourceOverride},
+		{in.ResolvedHints, SourceResolved},
+		{in.StaticHints, SourceStatic},
+		{derived, SourceDerived},
+	}
+	e.Effect = pick(layers, func(h hints.Hints) (hints.Effect, bool) { return h.Effect, h.Effect != "" })
+	e.IdempotentCall = pick(layers, func(h hints.Hints) (bool, bool) { return deref(h.Idempotent) })
+	e.RequiresConfirmation = pick(layers, func(h hints.Hints) (bool, bool) { return deref(h.RequiresConfirmation) })
+	e.ResultSensitivity = pick(layers, func(h hints.Hints) (hints.Sensitivity, bool) {
+		return h.ResultSensitivity, h.ResultSensitivity != ""
+	})
+	if e.ResultSensitivity.Source == "" {
+		e.ResultSensitivity.Source = SourceDefault
+	}
+	return e
+}
+
+func pick[T any](layers []struct {
+	h   hints.Hints
+	src Source
+}, get func(hints.Hints) (T, bool)) Value[T] {
+	for _, l := range layers {
+		if v, ok := get(l.h); ok {
+			return Value[T]{v, l.src}
+		}
+	}
+	return Value[T]{}
+}
+
+func deref(b *bool) (bool, bool) {
+	if b == nil {
+		return false, false
+	}
+	return *b, true
+}
+
+// Annotations returns the effective annotation values.
+func (e Effective) Annotations() preflight.Annotations {
+	return preflight.Annotations{
+		ReadOnlyHint:    e.ReadOnly.Value,
+		DestructiveHint: e.Destructive.Value,
+		IdempotentHint:  e.Idempotent.Value,
+		OpenWorldHint:   e.OpenWorld.Value,
+	}
+}
+
+// Hints returns the effective hint values (derived ones included).
+func (e Effective) Hints() hints.Hints {
+	return hints.Hints{
+		Effect:               e.Effect.Value,
+		Idempotent:           hints.Bool(e.IdempotentCall.Value),
+		RequiresConfirmation: hints.Bool(e.RequiresConfirmation.Value),
+		ResultSensitivity:    e.ResultSensitivity.Value,
+	}
+}
+
+// NeedsConfirmation reports whether the call should be confirmed by the
+// user: the effective requiresConfirmation hint, which, when neither the
+// deployer nor the server gave one, is derived as "mutating and
+// destructive".
+func (e Effective) NeedsConfirmation() bool { return e.RequiresConfirmation.Value }
+
+// SafeToRetry reports whether repeating the call has no additional effect:
+// it is read-only, or idempotent by the effective idempotent hint.
+func (e Effective) SafeToRetry() bool { return e.ReadOnly.Value || e.IdempotentCall.Value }

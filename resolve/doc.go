@@ -1,0 +1,31 @@
+// Package resolve implements tool resolution (tools/resolve) for Go MCP
+// servers and clients, in both of its shapes: the SEP-1862 seed shape
+// ({tool: <complete Tool>}, capabilities.tools.resolve, Tool.resolve) and
+// the io.modelcontextprotocol/tool-resolution extension shape (a
+// metadata-only result, a _meta marker, the extension id in
+// capabilities.extensions).
+//
+// # Server
+//
+// [NewServer] installs tools/resolve and the markers on an [mcp.Server].
+// A tool becomes resolvable when it is added through [AddTool] (typed) or
+// [Server.AddTool] (raw) with a [Resolver]: a declarative [Table] keyed by
+// one argument's value, from which the tool's static annotations and hints
+// are derived, or any [ResolverFunc].
+//
+// Every request is answered in the shape it negotiated: a request that
+// declares the extension (per request under 2026-07-28, in initialize on a
+// legacy session) gets the extension's result; any other gets the seed's.
+// Arguments are validated against the tool's input schema, resolver errors
+// and panics become -32603 while the server keeps serving, and a
+// resolution riskier than the static annotations is never sent.
+//
+// # Client
+//
+// [NewClient] returns an [mcp.Client] that declares the extension and can
+// send tools/resolve; [Preflight] resolves one call before it is made and
+// returns a [Decision]: the effective annotations and hints with where
+// each came from, whether the call needs confirmation and whether it is
+// safe to retry, following the seed's client rules and the extension's
+// error table.
+package resolve

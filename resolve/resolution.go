@@ -1,0 +1,161 @@
+package resolve
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/preflightmcp/preflight"
+	"github.com/preflightmcp/preflight/hints"
+)
+
+// A Resolution is what a server knows about one call before it runs: the
+// four behaviour annotations, the policy hints, and any further metadata.
+type Resolution struct {
+	// Annotations are the call's behaviour hints, every one explicit.
+	Annotations preflight.Annotations
+	// Hints are the call's policy hints; unset hints are left out.
+	Hints hints.Hints
+	// SecuritySchemes are the call's authorization requirements in the
+	// SEP-1488 shape, e.g. [{Type: "noauth"}] for public data; nil when
+	// the resolution says nothing about them.
+	SecuritySchemes []preflight.SecurityScheme
+	// Meta is further metadata for the result's _meta (seed shape: the
+	// returned tool's _meta). Keys are _meta keys, reverse-DNS prefixed.
+	// This is where metadata that has no field yet travels, with no new
+	// method needed.
+	Meta map[string]any
+}
+
+// A Call is the tool call a resolver is asked about.
+type Call struct {
+	// Tool is the tool as listed in tools/list. Do not modify it.
+	Tool *mcp.Tool
+	// Arguments are the complete arguments, already validated against the
+	// tool's input schema. Do not modify them.
+	Arguments map[string]any
+	// Session is the session of the request; under 2026-07-28 it lives for
+	// this one request only.
+	Session *mcp.ServerSession
+}
+
+// A Resolver computes the resolution of one call. It must be cheap and
+// must have no side effects: it may read state (a file's existence, a
+// repository's visibility), never write it, and it cannot ask the client
+// anything. A returned error is reported to the client as -32603 and the
+// client falls back to the static annotations.
+type Resolver interface {
+	Resolve(ctx context.Context, call *Call) (*Resolution, error)
+}
+
+// ResolverFunc adapts a function to [Resolver].
+type ResolverFunc func(ctx context.Context, call *Call) (*Resolution, error)
+
+// Resolve calls f.
+func (f ResolverFunc) Resolve(ctx context.Context, call *Call) (*Resolution, error) {
+	return f(ctx, call)
+}
+
+// A Table resolves a tool declaratively: the value of one argument selects
+// a row. A table is pure (same arguments, same answer) and the static
+// annotations and hints of its tool are derived from it, as the worst case
+// of its rows, so that tools/list and tools/resolve cannot drift apart.
+type Table struct {
+	// Argument names the argument whose value selects the row.
+	Argument string
+	// Rows maps an argument value to its resolution. String values are
+	// used as they are; other JSON values by their JSON encoding ("true",
+	// "3").
+	Rows map[string]Resolution
+	// Default resolves values that have no row. Nil means such values
+	// resolve to the static (worst-case) resolution.
+	Default *Resolution
+}
+
+// rowKey returns the key of v in Rows.
+func rowKey(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// Static returns the worst case of every row, and of Default when set:
+// the resolution tools/list declares for the tool.
+func (t *Table) Static() Resolution {
+	rows := slices.Collect(maps.Values(t.Rows))
+	if t.Default != nil {
+		rows = append(rows, *t.Default)
+	}
+	anns := make([]preflight.Annotations, len(rows))
+	hs := make([]hints.Hints, len(rows))
+	for i, r := range rows {
+		anns[i], hs[i] = r.Annotations, r.Hints
+	}
+	return Resolution{Annotations: preflight.WorstCase(anns...), Hints: hints.WorstCase(hs...)}
+}
+
+// Resolve returns the row selected by the call's argument.
+func (t *Table) Resolve(_ context.Context, call *Call) (*Resolution, error) {
+	v, ok := call.Arguments[t.Argument]
+	if ok {
+		if r, found := t.Rows[rowKey(v)]; found {
+			return &r, nil
+		}
+	}
+	if t.Default != nil {
+		return t.Default, nil
+	}
+	s := t.Static()
+	return &s, nil
+}
+
+// check reports misuse of t for a tool with the given input schema: an
+// argument the schema does not have, rows for values outside its enum, and
+// enum values with no row and no Default.
+func (t *Table) check(schema map[string]any) error {
+	if t.Argument == "" {
+		return fmt.Errorf("table has no Argument")
+	}
+	if len(t.Rows) == 0 {
+		return fmt.Errorf("table for argument %q has no rows", t.Argument)
+	}
+	for key, r := range t.Rows {
+		if err := r.Hints.Validate(); err != nil {
+			return fmt.Errorf("row %q: %w", key, err)
+		}
+	}
+	props, _ := schema["properties"].(map[string]any)
+	prop, ok := props[t.Argument].(map[string]any)
+	if !ok {
+		return fmt.Errorf("table selects on argument %q, which the input schema does not define", t.Argument)
+	}
+	enum, _ := prop["enum"].([]any)
+	if len(enum) == 0 {
+		if t.Default == nil {
+			return fmt.Errorf("argument %q has no enum, so the table needs a Default for values without a row", t.Argument)
+		}
+		return nil
+	}
+	values := make(map[string]bool, len(enum))
+	for _, v := range enum {
+		values[rowKey(v)] = true
+	}
+	for key := range t.Rows {
+		if !values[key] {
+			return fmt.Errorf("row %q is not a value of argument %q (enum: %v)", key, t.Argument, enum)
+		}
+	}
+	if t.Default == nil {
+		for _, v := range enum {
+			if _, ok := t.Rows[rowKey(v)]; !ok {
+				return fmt.Errorf("value %q of argument %q has no row, and the table has no Default", rowKey(v), t.Argument)
+			}
+		}
+	}
+	return nil
+}

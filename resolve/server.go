@@ -1,0 +1,515 @@
+package resolve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/preflightmcp/preflight"
+	"github.com/preflightmcp/preflight/hints"
+)
+
+// ServerOptions configure a [Server]. The zero value is ready to use.
+type ServerOptions struct {
+	// Logger receives resolver failures, panics and refused resolutions.
+	// Nil discards them.
+	Logger *slog.Logger
+	// Overrides are a deployer's policy hints by tool name. They win over
+	// the server's hints in tools/list and in every resolution. Nil means
+	// none.
+	Overrides map[string]hints.Hints
+	// SessionCacheSize bounds, per legacy session, the number of function
+	// resolutions remembered so that identical (name, arguments) get
+	// identical results within the session, as the seed requires. Once it
+	// is full, further resolutions are computed but not remembered. Zero
+	// means 1024. Tables are pure and need no cache; under 2026-07-28
+	// there are no sessions and nothing is remembered.
+	SessionCacheSize int
+}
+
+// Server serves tools/resolve for the tools added through it.
+type Server struct {
+	server    *mcp.Server
+	logger    *slog.Logger
+	overrides map[string]hints.Hints
+	cacheSize int
+
+	mu    sync.RWMutex
+	tools map[string]*entry
+
+	cacheMu sync.Mutex
+	caches  map[*mcp.ServerSession]map[string]*Resolution
+}
+
+// entry is one resolvable tool.
+type entry struct {
+	tool        *mcp.Tool // as listed in tools/list
+	resolver    Resolver
+	pure        bool
+	static      preflight.Annotations
+	staticHints hints.Hints
+	schema      *jsonschema.Resolved
+}
+
+// NewServer installs tool resolution on s: the tools/resolve method, the
+// capability in initialize and server/discover, and the per-tool markers in
+// tools/list. Add resolvable tools with [AddTool] or [Server.AddTool].
+func NewServer(s *mcp.Server, opts *ServerOptions) *Server {
+	if opts == nil {
+		opts = &ServerOptions{}
+	}
+	rs := &Server{
+		server:    s,
+		logger:    opts.Logger,
+		overrides: opts.Overrides,
+		cacheSize: opts.SessionCacheSize,
+		tools:     make(map[string]*entry),
+		caches:    make(map[*mcp.ServerSession]map[string]*Resolution),
+	}
+	if rs.logger == nil {
+		rs.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if rs.cacheSize <= 0 {
+		rs.cacheSize = 1024
+	}
+	if err := mcp.AddReceivingCustomMethod(s, preflight.MethodResolve, rs.handle); err != nil {
+		panic(err) // only if the SDK ever makes tools/resolve a standard method
+	}
+	s.AddReceivingMiddleware(rs.middleware)
+	return rs
+}
+
+// AddTool adds a typed tool to the server, as [mcp.AddTool] does, and makes
+// it resolvable with r. If r is a [*Table], the tool's annotations and
+// policy hints are derived from the table's worst case (only the title is
+// kept from t). Otherwise t's annotations and hints are the static
+// declaration that every resolution must stay within.
+//
+// AddTool panics on misuse, as [mcp.AddTool] does: a table that does not
+// fit the input schema, invalid hints in t's _meta.
+func AddTool[In, Out any](rs *Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out], r Resolver) {
+	tt := *t
+	if tt.InputSchema == nil {
+		rt := reflect.TypeFor[In]()
+		if rt == reflect.TypeFor[any]() {
+			tt.InputSchema = &jsonschema.Schema{Type: "object"}
+		} else {
+			if rt.Kind() == reflect.Pointer {
+				rt = rt.Elem()
+			}
+			s, err := jsonschema.ForType(rt, &jsonschema.ForOptions{})
+			if err != nil {
+				panic(fmt.Errorf("resolve.AddTool %q: input schema: %w", t.Name, err))
+			}
+			tt.InputSchema = s
+		}
+	}
+	e := rs.prepare(&tt, r)
+	mcp.AddTool(rs.server, e.tool, h)
+	rs.store(e)
+}
+
+// AddTool adds a tool with a raw handler, as [mcp.Server.AddTool] does (the
+// input schema must be set), and makes it resolvable with r. See the
+// generic [AddTool] for how annotations are treated.
+func (rs *Server) AddTool(t *mcp.Tool, h mcp.ToolHandler, r Resolver) {
+	tt := *t
+	e := rs.prepare(&tt, r)
+	rs.server.AddTool(e.tool, h)
+	rs.store(e)
+}
+
+// RemoveTools removes tools from the server and from resolution.
+func (rs *Server) RemoveTools(names ...string) {
+	rs.server.RemoveTools(names...)
+	rs.mu.Lock()
+	for _, n := range names {
+		delete(rs.tools, n)
+	}
+	rs.mu.Unlock()
+}
+
+func (rs *Server) store(e *entry) {
+	rs.mu.Lock()
+	rs.tools[e.tool.Name] = e
+	rs.mu.Unlock()
+}
+
+// prepare checks t and r and returns the entry, with t completed as it
+// will be listed.
+func (rs *Server) prepare(t *mcp.Tool, r Resolver) *entry {
+	fail := func(format string, args ...any) {
+		panic(fmt.Errorf("resolve.AddTool %q: %s", t.Name, fmt.Sprintf(format, args...)))
+	}
+	if r == nil {
+		fail("nil Resolver")
+	}
+	if t.InputSchema == nil {
+		fail("missing input schema")
+	}
+	var schemaMap map[string]any
+	var schema *jsonschema.Schema
+	if err := remarshal(t.InputSchema, &schemaMap); err != nil {
+		fail("input schema: %v", err)
+	}
+	if err := remarshal(t.InputSchema, &schema); err != nil || schema == nil {
+		fail("input schema: %v", err)
+	}
+	resolved, err := schema.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+	if err != nil {
+		fail("input schema: %v", err)
+	}
+	t.Meta = maps.Clone(t.Meta)
+	e := &entry{tool: t, resolver: r, schema: resolved}
+	if tbl, ok := r.(*Table); ok {
+		if err := tbl.check(schemaMap); err != nil {
+			fail("%v", err)
+		}
+		static := tbl.Static()
+		title := ""
+		if t.Annotations != nil {
+			title = t.Annotations.Title
+		}
+		t.Annotations = static.Annotations.ToolAnnotations(title)
+		t.Meta = static.Hints.Write(t.Meta)
+		e.pure = true
+	}
+	e.static = preflight.AnnotationsOf(t.Annotations)
+	if e.staticHints, err = hints.Read(t.Meta); err != nil {
+		fail("policy hints: %v", err)
+	}
+	if len(t.Meta) == 0 {
+		t.Meta = nil
+	}
+	return e
+}
+
+func remarshal(from, to any) error {
+	b, err := json.Marshal(from)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, to)
+}
+
+// Errors sent to clients.
+func invalidParams(format string, args ...any) error {
+	return &jsonrpc.Error{Code: preflight.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
+}
+
+func internalError(format string, args ...any) error {
+	return &jsonrpc.Error{Code: preflight.CodeInternalError, Message: fmt.Sprintf(format, args...)}
+}
+
+// negotiation is what a request declared about the extension.
+type negotiation int
+
+const (
+	negotiatedNone negotiation = iota
+	negotiatedExtension
+	negotiatedUnsupported // declared with settings this revision does not know
+)
+
+func negotiatedBy(caps *mcp.ClientCapabilities) negotiation {
+	if caps == nil {
+		return negotiatedNone
+	}
+	v, ok := caps.Extensions[preflight.ExtensionToolResolution]
+	if !ok {
+		return negotiatedNone
+	}
+	if m, isMap := v.(map[string]any); isMap && len(m) == 0 || v == nil {
+		return negotiatedExtension
+	}
+	return negotiatedUnsupported
+}
+
+func (rs *Server) handle(ctx context.Context, ss *mcp.ServerSession, p *preflight.ResolveParams) (*preflight.ResolveResult, error) {
+	req := &mcp.ServerRequest[*preflight.ResolveParams]{Session: ss, Params: p}
+	neg := negotiatedBy(req.ClientCapabilities())
+	if neg == negotiatedUnsupported {
+		data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{
+			"extensions": map[string]any{preflight.ExtensionToolResolution: map[string]any{}},
+		}})
+		return nil, &jsonrpc.Error{
+			Code:    preflight.CodeMissingCapability,
+			Message: fmt.Sprintf("unsupported settings for extension %s: this server implements the revision whose settings are {}", preflight.ExtensionToolResolution),
+			Data:    data,
+		}
+	}
+	stateless := req.ProtocolVersion() >= preflight.ProtocolStateless
+	if p.Name == "" {
+		return nil, invalidParams(`tools/resolve: missing "name": give the name of a tool from tools/list`)
+	}
+	rs.mu.RLock()
+	e, ok := rs.tools[p.Name]
+	rs.mu.RUnlock()
+	if !ok {
+		return nil, invalidParams("tools/resolve: tool %q is unknown or not resolvable on this server; resolve only tools marked resolvable in tools/list", p.Name)
+	}
+	if p.Arguments == nil {
+		return nil, invalidParams(`tools/resolve: missing "arguments" for tool %q: send the complete arguments of the intended call ({} for none)`, p.Name)
+	}
+	if err := e.schema.Validate(p.Arguments); err != nil {
+		return nil, invalidParams("tools/resolve: invalid arguments for tool %q: %s", p.Name, strings.TrimPrefix(err.Error(), "validating root: "))
+	}
+
+	res, err := rs.resolution(ctx, ss, e, p, stateless)
+	if err != nil {
+		return nil, err
+	}
+	if neg == negotiatedExtension {
+		return extensionResult(p.Name, res), nil
+	}
+	return seedResult(e.tool, res, stateless), nil
+}
+
+// resolution computes (or, within a legacy session, recalls) the checked
+// resolution of one call, with overrides applied.
+func (rs *Server) resolution(ctx context.Context, ss *mcp.ServerSession, e *entry, p *preflight.ResolveParams, stateless bool) (*Resolution, error) {
+	useCache := !e.pure && !stateless && ss != nil
+	var key string
+	if useCache {
+		b, _ := json.Marshal(p.Arguments) // map keys are sorted: canonical
+		key = p.Name + "\x00" + string(b)
+		if r := rs.cached(ss, key); r != nil {
+			return r, nil
+		}
+	}
+	r, err := runResolver(ctx, e.resolver, &Call{Tool: e.tool, Arguments: p.Arguments, Session: ss})
+	if err != nil {
+		rs.logger.ErrorContext(ctx, "tools/resolve: resolver failed", "tool", p.Name, "error", err)
+		return nil, internalError("tools/resolve: could not resolve tool %q for these arguments; use its static annotations from tools/list", p.Name)
+	}
+	if r == nil {
+		rs.logger.ErrorContext(ctx, "tools/resolve: resolver returned no resolution", "tool", p.Name)
+		return nil, internalError("tools/resolve: could not resolve tool %q for these arguments; use its static annotations from tools/list", p.Name)
+	}
+	if err := r.Hints.Validate(); err != nil {
+		rs.logger.ErrorContext(ctx, "tools/resolve: resolver returned invalid hints", "tool", p.Name, "error", err)
+		return nil, internalError("tools/resolve: could not resolve tool %q for these arguments; use its static annotations from tools/list", p.Name)
+	}
+	if over := exceeds(r, e); len(over) > 0 {
+		rs.logger.ErrorContext(ctx, "tools/resolve: resolution exceeds the static declaration; not sent",
+			"tool", p.Name, "exceeds", over)
+		return nil, internalError("tools/resolve: the resolution of tool %q is riskier than its static declaration (%s) and was withheld; use the static annotations from tools/list",
+			p.Name, strings.Join(over, ", "))
+	}
+	if over, ok := rs.overrides[p.Name]; ok {
+		rr := *r
+		rr.Hints = hints.Merge(rr.Hints, over)
+		r = &rr
+	}
+	if useCache {
+		rs.remember(ss, key, r)
+	}
+	return r, nil
+}
+
+// exceeds lists where r is riskier than e's static declaration: the
+// extension's monotonic rules for annotations, and, for hints the static
+// declaration sets, a more severe effect or a more sensitive result.
+func exceeds(r *Resolution, e *entry) []string {
+	out := r.Annotations.Exceeds(e.static)
+	if s := e.staticHints.Effect; s != "" && r.Hints.Effect.Rank() > s.Rank() {
+		out = append(out, preflight.MetaEffect)
+	}
+	if s := e.staticHints.ResultSensitivity; s != "" && r.Hints.ResultSensitivity.Rank() > s.Rank() {
+		out = append(out, preflight.MetaResultSensitivity)
+	}
+	return out
+}
+
+// runResolver calls r, turning a panic into an error.
+func runResolver(ctx context.Context, r Resolver, c *Call) (res *Resolution, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = nil, fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return r.Resolve(ctx, c)
+}
+
+func (rs *Server) cached(ss *mcp.ServerSession, key string) *Resolution {
+	rs.cacheMu.Lock()
+	defer rs.cacheMu.Unlock()
+	return rs.caches[ss][key]
+}
+
+func (rs *Server) remember(ss *mcp.ServerSession, key string, r *Resolution) {
+	rs.cacheMu.Lock()
+	defer rs.cacheMu.Unlock()
+	c, ok := rs.caches[ss]
+	if !ok {
+		c = make(map[string]*Resolution)
+		rs.caches[ss] = c
+		// Forget the session's resolutions when it ends.
+		go func() {
+			_ = ss.Wait()
+			rs.cacheMu.Lock()
+			delete(rs.caches, ss)
+			rs.cacheMu.Unlock()
+		}()
+	}
+	if len(c) < rs.cacheSize {
+		c[key] = r
+	}
+}
+
+// resultMeta is the _meta of a resolution: extra metadata, then hints.
+func resultMeta(base map[string]any, r *Resolution) map[string]any {
+	m := maps.Clone(base)
+	if len(r.Meta) > 0 {
+		if m == nil {
+			m = make(map[string]any, len(r.Meta)+4)
+		}
+		maps.Copy(m, r.Meta)
+	}
+	if !r.Hints.IsZero() {
+		m = r.Hints.Write(m)
+	}
+	return m
+}
+
+func extensionResult(name string, r *Resolution) *preflight.ResolveResult {
+	a := r.Annotations
+	res := &preflight.ResolveResult{ResultType: preflight.ResultTypeComplete, Name: name, Annotations: &a}
+	meta := resultMeta(nil, r)
+	if len(r.SecuritySchemes) > 0 {
+		if meta == nil {
+			meta = map[string]any{}
+		}
+		meta[preflight.MetaSecuritySchemes] = r.SecuritySchemes
+	}
+	if len(meta) > 0 {
+		res.Meta = meta
+	}
+	return res
+}
+
+func seedResult(listed *mcp.Tool, r *Resolution, stateless bool) *preflight.ResolveResult {
+	t := *listed
+	title := ""
+	if listed.Annotations != nil {
+		title = listed.Annotations.Title
+	}
+	t.Annotations = r.Annotations.ToolAnnotations(title)
+	t.Meta = resultMeta(listed.Meta, r)
+	res := &preflight.ResolveResult{Tool: &preflight.Tool{Tool: &t, Resolve: true, SecuritySchemes: r.SecuritySchemes}}
+	if stateless {
+		res.ResultType = preflight.ResultTypeComplete
+	}
+	return res
+}
+
+// middleware adds the markers and the capability to tools/list,
+// initialize and server/discover results.
+func (rs *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if err != nil || res == nil {
+			return res, err
+		}
+		switch r := res.(type) {
+		case *mcp.ListToolsResult:
+			var caps *mcp.ClientCapabilities
+			if cr, ok := req.(interface{ ClientCapabilities() *mcp.ClientCapabilities }); ok {
+				caps = cr.ClientCapabilities()
+			}
+			return rs.listResult(r, negotiatedBy(caps) == negotiatedExtension), nil
+		case *mcp.InitializeResult:
+			return &initializeResult{InitializeResult: r, Capabilities: rs.capabilities(r.Capabilities)}, nil
+		case *mcp.DiscoverResult:
+			return &discoverResult{DiscoverResult: r, Capabilities: rs.capabilities(r.Capabilities)}, nil
+		}
+		return res, nil
+	}
+}
+
+// listToolsResult is a tools/list result whose tools carry the seed's
+// top-level resolve field.
+type listToolsResult struct {
+	*mcp.ListToolsResult
+	Tools []*preflight.Tool `json:"tools"`
+}
+
+func (rs *Server) listResult(r *mcp.ListToolsResult, extension bool) mcp.Result {
+	out := &listToolsResult{ListToolsResult: r, Tools: make([]*preflight.Tool, len(r.Tools))}
+	rs.mu.RLock()
+	defer rs.mu.RUnlock()
+	for i, t := range r.Tools {
+		_, resolvable := rs.tools[t.Name]
+		over, overridden := rs.overrides[t.Name]
+		if !resolvable && !overridden {
+			out.Tools[i] = &preflight.Tool{Tool: t}
+			continue
+		}
+		tt := *t // never mutate the server's tool
+		if overridden {
+			tt.Meta = over.Write(tt.Meta)
+		}
+		if resolvable && extension {
+			tt.Meta = maps.Clone(tt.Meta)
+			if tt.Meta == nil {
+				tt.Meta = make(map[string]any, 1)
+			}
+			tt.Meta[preflight.ExtensionToolResolution] = preflight.ResolvableMarker()
+		}
+		out.Tools[i] = &preflight.Tool{Tool: &tt, Resolve: resolvable}
+	}
+	return out
+}
+
+type initializeResult struct {
+	*mcp.InitializeResult
+	Capabilities *serverCapabilities `json:"capabilities"`
+}
+
+type discoverResult struct {
+	*mcp.DiscoverResult
+	Capabilities *serverCapabilities `json:"capabilities"`
+}
+
+// serverCapabilities adds the seed's capabilities.tools.resolve.
+type serverCapabilities struct {
+	*mcp.ServerCapabilities
+	Tools *toolCapabilities `json:"tools,omitempty"`
+}
+
+type toolCapabilities struct {
+	*mcp.ToolCapabilities
+	Resolve bool `json:"resolve"`
+}
+
+func (rs *Server) capabilities(c *mcp.ServerCapabilities) *serverCapabilities {
+	var cc mcp.ServerCapabilities
+	if c != nil {
+		cc = *c
+	}
+	cc.Extensions = maps.Clone(cc.Extensions)
+	cc.AddExtension(preflight.ExtensionToolResolution, nil)
+	tools := cc.Tools
+	if tools == nil {
+		tools = &mcp.ToolCapabilities{}
+	}
+	return &serverCapabilities{ServerCapabilities: &cc, Tools: &toolCapabilities{ToolCapabilities: tools, Resolve: true}}
+}
+
+// errIs reports whether err is a JSON-RPC error with the given code.
+func errCode(err error) (int64, bool) {
+	var we *jsonrpc.Error
+	if errors.As(err, &we) {
+		return we.Code, true
+	}
+	return 0, false
+}
