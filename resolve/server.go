@@ -423,7 +423,9 @@ func (rs *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		switch r := res.(type) {
 		case *mcp.ListToolsResult:
 			var caps *mcp.ClientCapabilities
-			if cr, ok := req.(interface{ ClientCapabilities() *mcp.ClientCapabilities }); ok {
+			if cr, ok := req.(interface {
+				ClientCapabilities() *mcp.ClientCapabilities
+			}); ok {
 				caps = cr.ClientCapabilities()
 			}
 			return rs.listResult(r, negotiatedBy(caps) == negotiatedExtension), nil

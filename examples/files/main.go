@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 
@@ -47,7 +48,7 @@ func run(rootDir, addr string) error {
 	if addr == "" {
 		return endpoint.ServeStdio(ctx, server)
 	}
-	ln, err := endpoint.Listen(addr)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
