@@ -1,0 +1,111 @@
+package endpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Path is the URL path at which [Serve] and [ListenAndServe] mount the MCP
+// endpoint. Other paths answer 404.
+const Path = "/mcp"
+
+// shutdownGrace bounds how long a shutdown waits for requests in flight.
+// Legacy clients hold a standalone event stream open for the whole session,
+// so a graceful shutdown alone could wait forever; after this long the
+// remaining connections are closed.
+const shutdownGrace = 5 * time.Second
+
+// readHeaderTimeout bounds how long a client may take to send request
+// headers. There is no write timeout: responses may be long event streams.
+const readHeaderTimeout = 10 * time.Second
+
+// ListenAndServe listens on the TCP address addr and calls [Serve]. To learn
+// the bound address of ":0", call net.Listen and Serve yourself.
+func ListenAndServe(ctx context.Context, addr string, h http.Handler) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("endpoint: %w", err)
+	}
+	return Serve(ctx, ln, h)
+}
+
+// Serve serves h at [Path] on ln until ctx is done, then shuts down: it stops
+// accepting connections, ends the standalone event streams (GET requests) of
+// legacy sessions, which carry no request in flight, lets other requests
+// finish for a few seconds, closes whatever is still open, and returns.
+// Serve closes ln. Legacy sessions that their clients did not delete stay
+// open in the *mcp.Server (see [mcp.Server.Sessions]).
+//
+// It returns nil after a clean shutdown caused by ctx, and otherwise the
+// error that stopped the server or the shutdown.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	streams, endStreams := context.WithCancel(context.Background())
+	defer endStreams()
+	mux := http.NewServeMux()
+	mux.Handle(Path, endStreamsOn(streams, h))
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: readHeaderTimeout,
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("endpoint: %w", err)
+	case <-ctx.Done():
+	}
+
+	endStreams()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if err != nil {
+		srv.Close()
+	}
+	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+		return fmt.Errorf("endpoint: %w", serr)
+	}
+	if err != nil {
+		return fmt.Errorf("endpoint: shutdown: %w", err)
+	}
+	return nil
+}
+
+// endStreamsOn gives each GET request a context that also ends when done
+// does, so that a shutdown need not wait for long-lived event streams.
+func endStreamsOn(done context.Context, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method != http.MethodGet {
+			h.ServeHTTP(w, req)
+			return
+		}
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		stop := context.AfterFunc(done, cancel)
+		defer stop()
+		h.ServeHTTP(w, req.WithContext(ctx))
+	})
+}
+
+// ServeStdio runs server over stdin and stdout until ctx is done or the
+// client goes away. Over stdio the SDK serves both protocol eras itself.
+// It returns nil when ctx ends it.
+func ServeStdio(ctx context.Context, server *mcp.Server) error {
+	return serveTransport(ctx, server, &mcp.StdioTransport{})
+}
+
+// serveTransport is ServeStdio with the transport as a parameter, for tests.
+func serveTransport(ctx context.Context, server *mcp.Server, t mcp.Transport) error {
+	err := server.Run(ctx, t)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil
+	}
+	return err
+}
