@@ -180,7 +180,10 @@ func Preflight(ctx context.Context, cs *mcp.ClientSession, tool *mcp.Tool, args 
 	}
 	d.Fallback = err
 	decide()
-	if tool.Annotations == nil && !(isRPC && code == preflight.CodeMethodNotFound && !preflight.IsResolvable(tool)) {
+	// The seed: with no static annotations to fall back to, surface the
+	// error. A tool resolved only because of ResolveUnmarked was a probe,
+	// and its failure is not the server's.
+	if tool.Annotations == nil && preflight.IsResolvable(tool) {
 		return d, fmt.Errorf("%w for %q and the tool has no static annotations: %v", ErrResolutionFailed, tool.Name, err)
 	}
 	return d, nil

@@ -507,7 +507,7 @@ func (rs *Server) capabilities(c *mcp.ServerCapabilities) *serverCapabilities {
 	return &serverCapabilities{ServerCapabilities: &cc, Tools: &toolCapabilities{ToolCapabilities: tools, Resolve: true}}
 }
 
-// errIs reports whether err is a JSON-RPC error with the given code.
+// errCode returns the JSON-RPC code of err, if it is a JSON-RPC error.
 func errCode(err error) (int64, bool) {
 	var we *jsonrpc.Error
 	if errors.As(err, &we) {
