@@ -16,6 +16,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -108,6 +109,9 @@ func handler(root *os.Root) mcp.ToolHandlerFor[Args, any] {
 func run(root *os.Root, a Args) (string, error) {
 	if a.Path == "" {
 		return "", errors.New("path is empty: give a file path relative to the root directory")
+	}
+	if !filepath.IsLocal(a.Path) {
+		return "", fmt.Errorf("%s: path is outside the root directory: give a path relative to it, without \"..\"", a.Path)
 	}
 	switch a.Action {
 	case "read":
