@@ -112,6 +112,9 @@ type Decision struct {
 	// SecuritySchemes are the resolution's authorization requirements,
 	// if it gave any.
 	SecuritySchemes []preflight.SecurityScheme
+	// Result is the tools/resolve result as received, nil if there was
+	// none.
+	Result *preflight.ResolveResult
 }
 
 // NeedsConfirmation reports whether the call should be confirmed by the
@@ -164,6 +167,7 @@ func Preflight(ctx context.Context, cs *mcp.ClientSession, tool *mcp.Tool, args 
 		return d, nil
 	}
 	res, err := Resolve(ctx, cs, tool.Name, argsCopy)
+	d.Result = res
 	if err == nil {
 		err = d.accept(tool, res, &in)
 	}
@@ -174,9 +178,9 @@ func Preflight(ctx context.Context, cs *mcp.ClientSession, tool *mcp.Tool, args 
 	code, isRPC := errCode(err)
 	switch {
 	case isRPC && code == preflight.CodeInvalidParams:
-		return nil, fmt.Errorf("%w: %v", ErrInvalidArguments, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidArguments, err)
 	case (errors.Is(err, errBadResult) || isRPC && code == preflight.CodeInternalError) && opts.AbortOnInternalError:
-		return nil, fmt.Errorf("%w for %q: %v", ErrResolutionFailed, tool.Name, err)
+		return nil, fmt.Errorf("%w for %q: %w", ErrResolutionFailed, tool.Name, err)
 	}
 	d.Fallback = err
 	decide()
@@ -184,7 +188,7 @@ func Preflight(ctx context.Context, cs *mcp.ClientSession, tool *mcp.Tool, args 
 	// error. A tool resolved only because of ResolveUnmarked was a probe,
 	// and its failure is not the server's.
 	if tool.Annotations == nil && preflight.IsResolvable(tool) {
-		return d, fmt.Errorf("%w for %q and the tool has no static annotations: %v", ErrResolutionFailed, tool.Name, err)
+		return d, fmt.Errorf("%w for %q and the tool has no static annotations: %w", ErrResolutionFailed, tool.Name, err)
 	}
 	return d, nil
 }

@@ -1,0 +1,27 @@
+// Command preflight shows what MCP tool resolution (tools/resolve) tells a
+// client before it calls a tool: the annotations and policy hints of that
+// one call, whether it needs the user's confirmation, and whether it is safe
+// to retry.
+//
+//	preflight demo                  # the manage_files example, in-process
+//	preflight inspect -url URL      # list the tools of a server over HTTP
+//	preflight inspect resolve NAME ARGS_JSON -- COMMAND [ARG...]   # over stdio
+//	preflight help                  # usage
+//
+// The implementation is in internal/cli.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+
+	"github.com/preflightmcp/preflight/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,390 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/preflightmcp/preflight"
+	"github.com/preflightmcp/preflight/endpoint"
+	"github.com/preflightmcp/preflight/examples/files/filetool"
+)
+
+// filesServer serves manage_files on a new directory holding a.txt over
+// streamable HTTP (both eras), and returns the URL and the directory.
+func filesServer(t *testing.T) (url, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("alpha\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
+	ts := httptest.NewServer(endpoint.NewHandler(filetool.NewServer(root, nil), nil))
+	t.Cleanup(ts.Close)
+	return ts.URL + endpoint.Path, dir
+}
+
+func exists(t *testing.T, path string) bool {
+	t.Helper()
+	_, err := os.Stat(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+func decodeJSON(t *testing.T, out string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+}
+
+const (
+	readArgs   = `{"path":"a.txt","action":"read"}`
+	deleteArgs = `{"path":"a.txt","action":"delete"}`
+)
+
+func TestInspectList(t *testing.T) {
+	url, _ := filesServer(t)
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			code, out, errOut := runMain(t, "inspect", "-url", url, "-era", era)
+			if code != exitOK {
+				t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+			}
+			if !strings.Contains(out, "protocol "+era+", tool-resolution extension declared") {
+				t.Errorf("server line missing:\n%s", out)
+			}
+			row := tableRows(t, out, "NAME")[filetool.Name]
+			want := map[string]string{
+				"ANNOTATIONS": "-- d - --",
+				"HINTS":       "effect=delete idempotent=false confirm=true",
+				"CONFIRM?":    "yes",
+				"RETRY?":      "no",
+				"RESOLVABLE":  "yes",
+			}
+			for col, v := range want {
+				if row[col] != v {
+					t.Errorf("%s = %q, want %q", col, row[col], v)
+				}
+			}
+
+			code, out, errOut = runMain(t, "inspect", "-url", url, "-era", era, "-json", "list")
+			if code != exitOK {
+				t.Fatalf("-json: exit %d, stderr:\n%s", code, errOut)
+			}
+			var doc struct {
+				Server struct {
+					ProtocolVersion string `json:"protocolVersion"`
+					Extension       bool   `json:"toolResolutionExtension"`
+				} `json:"server"`
+				Tools []struct {
+					Name       string                `json:"name"`
+					Effective  preflight.Annotations `json:"effectiveAnnotations"`
+					Hints      map[string]any        `json:"hints"`
+					Resolvable *bool                 `json:"resolvable"`
+				} `json:"tools"`
+			}
+			decodeJSON(t, out, &doc)
+			if doc.Server.ProtocolVersion != era || !doc.Server.Extension {
+				t.Errorf("server = %+v", doc.Server)
+			}
+			if len(doc.Tools) != 1 || doc.Tools[0].Resolvable == nil || !*doc.Tools[0].Resolvable ||
+				!doc.Tools[0].Effective.DestructiveHint || doc.Tools[0].Hints[preflight.MetaEffect] != "delete" {
+				t.Errorf("tools = %+v", doc.Tools)
+			}
+		})
+	}
+}
+
+func TestInspectListSeedShape(t *testing.T) {
+	url, _ := filesServer(t)
+	code, out, errOut := runMain(t, "inspect", "-url", url, "-shape", "seed")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	if row := tableRows(t, out, "NAME")[filetool.Name]; row["RESOLVABLE"] != "?" {
+		t.Errorf("RESOLVABLE = %q, want ? (the seed marker is invisible to the SDK)", row["RESOLVABLE"])
+	}
+}
+
+// resolveDocOut is the part of the resolve operation's JSON the tests read.
+type resolveDocOut struct {
+	Server struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	} `json:"server"`
+	Result   *preflight.ResolveResult `json:"result"`
+	Error    *rpcError                `json:"error"`
+	Decision *struct {
+		Resolved          bool   `json:"resolved"`
+		Shape             string `json:"shape"`
+		NeedsConfirmation bool   `json:"needsConfirmation"`
+		SafeToRetry       bool   `json:"safeToRetry"`
+		Effective         struct {
+			ReadOnly struct {
+				Value  bool   `json:"value"`
+				Source string `json:"source"`
+			} `json:"readOnlyHint"`
+			Effect struct {
+				Value  string `json:"value"`
+				Source string `json:"source"`
+			} `json:"effect"`
+		} `json:"effective"`
+	} `json:"decision"`
+}
+
+func TestInspectResolve(t *testing.T) {
+	url, _ := filesServer(t)
+	for _, era := range eras {
+		for _, shape := range []string{shapeExtension, shapeSeed} {
+			for _, action := range []string{"read", "delete"} {
+				t.Run(era+"/"+shape+"/"+action, func(t *testing.T) {
+					args := `{"path":"a.txt","action":"` + action + `"}`
+					code, out, errOut := runMain(t, "inspect", "-url", url, "-era", era, "-shape", shape, "-json", "resolve", filetool.Name, args)
+					if code != exitOK {
+						t.Fatalf("exit %d, stderr:\n%s\n%s", code, errOut, out)
+					}
+					var doc resolveDocOut
+					decodeJSON(t, out, &doc)
+					if doc.Server.ProtocolVersion != era {
+						t.Errorf("protocol %q, want %q", doc.Server.ProtocolVersion, era)
+					}
+					r := doc.Result
+					if r == nil {
+						t.Fatalf("no result:\n%s", out)
+					}
+					var ann preflight.Annotations
+					switch shape {
+					case shapeExtension:
+						if r.SeedShape() || r.ResultType != "complete" || r.Name != filetool.Name || r.Annotations == nil {
+							t.Fatalf("result is not in the extension shape:\n%s", out)
+						}
+						ann = *r.Annotations
+					case shapeSeed:
+						if !r.SeedShape() || r.Tool.Tool == nil || r.Tool.Name != filetool.Name || r.Tool.InputSchema == nil {
+							t.Fatalf("result is not in the seed shape:\n%s", out)
+						}
+						ann = preflight.AnnotationsOf(r.Tool.Annotations)
+					}
+					isRead := action == "read"
+					if ann.ReadOnlyHint != isRead || ann.DestructiveHint == isRead {
+						t.Errorf("annotations %+v for %s", ann, action)
+					}
+					d := doc.Decision
+					if d == nil || !d.Resolved || d.Shape != shape {
+						t.Fatalf("decision %+v, want resolved in the %s shape", d, shape)
+					}
+					if d.NeedsConfirmation == isRead || d.Effective.ReadOnly.Value != isRead || d.Effective.ReadOnly.Source != "resolved" || d.Effective.Effect.Value != action {
+						t.Errorf("decision %+v for %s", d, action)
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestInspectResolveText(t *testing.T) {
+	url, _ := filesServer(t)
+	code, out, errOut := runMain(t, "inspect", "-url", url, "resolve", filetool.Name, readArgs)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	for _, want := range []string{`"resultType": "complete"`, "decision (resolved, extension shape):"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	rows := tableRows(t, out, "NAME")
+	for name, want := range map[string]string{
+		"readOnlyHint":                 "true resolved false",
+		"mcp.dev/effect":               "read resolved delete",
+		"mcp.dev/requiresConfirmation": "false resolved true",
+	} {
+		r := rows[name]
+		if got := r["EFFECTIVE"] + " " + r["SOURCE"] + " " + r["FROM TOOLS/LIST"]; got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+}
+
+func TestInspectCall(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			url, dir := filesServer(t)
+			file := filepath.Join(dir, "a.txt")
+
+			code, out, errOut := runMain(t, "inspect", "-url", url, "-era", era, "call", filetool.Name, readArgs)
+			if code != exitOK || !strings.Contains(out, "result:\nalpha\n") {
+				t.Fatalf("read: exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
+			}
+
+			// Delete needs confirmation: refused without -yes.
+			code, out, errOut = runMain(t, "inspect", "-url", url, "-era", era, "call", filetool.Name, deleteArgs)
+			if code != exitFailure || !strings.Contains(errOut, "refused:") || !strings.Contains(errOut, "-yes") {
+				t.Fatalf("delete without -yes: exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
+			}
+			if !exists(t, file) {
+				t.Fatal("delete without -yes deleted the file")
+			}
+			code, out, _ = runMain(t, "inspect", "-url", url, "-era", era, "-json", "call", filetool.Name, deleteArgs)
+			var doc struct {
+				Refused  string         `json:"refused"`
+				Result   map[string]any `json:"result"`
+				Decision struct {
+					NeedsConfirmation bool `json:"needsConfirmation"`
+				} `json:"decision"`
+			}
+			decodeJSON(t, out, &doc)
+			if code != exitFailure || doc.Refused == "" || doc.Result != nil || !doc.Decision.NeedsConfirmation {
+				t.Fatalf("delete -json without -yes: exit %d, output:\n%s", code, out)
+			}
+
+			code, out, errOut = runMain(t, "inspect", "-url", url, "-era", era, "-yes", "call", filetool.Name, deleteArgs)
+			if code != exitOK || !strings.Contains(out, "confirmed with -yes") || !strings.Contains(out, "deleted: a.txt") {
+				t.Fatalf("delete -yes: exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
+			}
+			if exists(t, file) {
+				t.Fatal("delete -yes left the file")
+			}
+
+			// A tool error (reading the deleted file) is a failure.
+			code, out, _ = runMain(t, "inspect", "-url", url, "-era", era, "call", filetool.Name, readArgs)
+			if code != exitFailure || !strings.Contains(out, "tool error:\na.txt: no such file") {
+				t.Fatalf("read of a deleted file: exit %d, stdout:\n%s", code, out)
+			}
+		})
+	}
+}
+
+func TestInspectUnknownTool(t *testing.T) {
+	url, _ := filesServer(t)
+	for _, op := range []string{"resolve", "call"} {
+		code, out, errOut := runMain(t, "inspect", "-url", url, op, "no_such_tool", "{}")
+		if code != exitFailure {
+			t.Errorf("%s: exit %d, want 1", op, code)
+		}
+		for _, want := range []string{"tools/resolve: error -32602:", `"no_such_tool" is unknown or not resolvable`, "hint: fix the arguments or the tool name"} {
+			if !strings.Contains(errOut, want) {
+				t.Errorf("%s: stderr lacks %q:\n%s\nstdout:\n%s", op, want, errOut, out)
+			}
+		}
+		code, out, _ = runMain(t, "inspect", "-url", url, "-json", op, "no_such_tool", "{}")
+		var doc struct{ Error *rpcError }
+		decodeJSON(t, out, &doc)
+		if code != exitFailure || doc.Error == nil || doc.Error.Code != preflight.CodeInvalidParams || doc.Error.Hint == "" {
+			t.Errorf("%s -json: exit %d, output:\n%s", op, code, out)
+		}
+	}
+
+	// Arguments outside the input schema: the field is named.
+	code, _, errOut := runMain(t, "inspect", "-url", url, "resolve", filetool.Name, `{"path":"a.txt","action":"zap"}`)
+	if code != exitFailure || !strings.Contains(errOut, "error -32602") || !strings.Contains(errOut, "action") {
+		t.Errorf("bad action: exit %d, stderr:\n%s", code, errOut)
+	}
+}
+
+// TestInspectNoResolve inspects a server without tools/resolve: -32601,
+// and the static annotations apply.
+func TestInspectNoResolve(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "plain", Version: "v1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "look", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "looked"}}}, nil, nil
+		})
+	ts := httptest.NewServer(endpoint.NewHandler(s, nil))
+	defer ts.Close()
+
+	code, out, errOut := runMain(t, "inspect", "-url", ts.URL, "resolve", "look")
+	if code != exitFailure || !strings.Contains(errOut, "error -32601") || !strings.Contains(errOut, "static annotations from tools/list apply") {
+		t.Fatalf("resolve: exit %d, stderr:\n%s", code, errOut)
+	}
+	if !strings.Contains(out, "decision (static: resolution failed") || tableRows(t, out, "NAME")["readOnlyHint"]["SOURCE"] != "static" {
+		t.Errorf("resolve: no static decision:\n%s", out)
+	}
+	code, out, errOut = runMain(t, "inspect", "-url", ts.URL, "call", "look")
+	if code != exitOK || !strings.Contains(out, "decision (static: not resolved)") || !strings.Contains(out, "looked") {
+		t.Errorf("call: exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}
+
+func TestInspectUsageErrors(t *testing.T) {
+	url := "http://127.0.0.1:1/mcp" // never dialled: usage is checked first
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"resolve", "manage_files", `{"path":`, "-url", url}, "is not valid JSON"},
+		{[]string{"call", "manage_files", `[1,2]`, "-url", url}, "is not a JSON object"},
+		{[]string{"call", "manage_files", "{}", "extra", "-url", url}, "takes a tool name and one JSON object"},
+		{[]string{"resolve", "-url", url}, "resolve needs a tool name"},
+		{[]string{"frob", "-url", url}, `unknown operation "frob"`},
+		{[]string{"list", "extra", "-url", url}, "list takes no arguments"},
+		{[]string{"list"}, "no server"},
+		{[]string{"-url", url, "list", "--", "server"}, "not both"},
+		{[]string{"list", "--"}, "no command after --"},
+		{[]string{"-shape", "odd", "-url", url}, `-shape "odd"`},
+		{[]string{"-era", "2020-01-01", "-url", url}, `-era "2020-01-01"`},
+		{[]string{"-header", "nocolon", "-url", url}, "want Name: value"},
+		{[]string{"-header", "A: b", "--", "server"}, "-header applies to -url only"},
+	} {
+		code, out, errOut := runMain(t, append([]string{"inspect"}, tc.args...)...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "usage: preflight inspect") {
+			t.Errorf("%q: exit %d, stdout %q, stderr:\n%s\nwant exit 2 and %q with the usage", tc.args, code, out, errOut, tc.want)
+		}
+	}
+}
+
+// TestInspectStdio builds the example server and inspects it over stdio.
+func TestInspectStdio(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	bin := filepath.Join(t.TempDir(), "files")
+	build := exec.Command(goTool, "build", "-o", bin, "./examples/files")
+	build.Dir = filepath.Join("..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./examples/files: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "a.txt")
+	if err := os.WriteFile(file, []byte("alpha\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	server := []string{"--", bin, "-root", dir}
+
+	for _, era := range eras {
+		code, out, errOut := runMain(t, append([]string{"inspect", "-era", era, "list"}, server...)...)
+		if code != exitOK || tableRows(t, out, "NAME")[filetool.Name]["RESOLVABLE"] != "yes" {
+			t.Fatalf("%s list: exit %d, stdout:\n%s\nstderr:\n%s", era, code, out, errOut)
+		}
+		code, out, errOut = runMain(t, append([]string{"inspect", "-era", era, "-shape", "seed", "-json", "resolve", filetool.Name, readArgs}, server...)...)
+		var doc resolveDocOut
+		decodeJSON(t, out, &doc)
+		if code != exitOK || doc.Result == nil || !doc.Result.SeedShape() || doc.Decision == nil || doc.Decision.NeedsConfirmation || doc.Server.ProtocolVersion != era {
+			t.Fatalf("%s resolve -shape seed: exit %d, stdout:\n%s\nstderr:\n%s", era, code, out, errOut)
+		}
+	}
+	code, out, errOut := runMain(t, append([]string{"inspect", "call", filetool.Name, deleteArgs}, server...)...)
+	if code != exitFailure || !strings.Contains(errOut, "refused:") || !exists(t, file) {
+		t.Fatalf("call delete without -yes: exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	code, out, errOut = runMain(t, append([]string{"inspect", "-yes", "call", filetool.Name, deleteArgs}, server...)...)
+	if code != exitOK || !strings.Contains(out, "deleted: a.txt") || exists(t, file) {
+		t.Fatalf("call delete -yes: exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}
