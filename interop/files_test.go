@@ -119,6 +119,12 @@ func checkFiles(t *testing.T, rep Report, wantVersion string, extension bool) {
 	}
 }
 
+// filesEras are the protocol eras every files test runs in.
+var filesEras = []struct{ name, plan, version string }{
+	{"2026-07-28", EraModern, "2026-07-28"},
+	{"2025-11-25", EraLegacy, "2025-11-25"},
+}
+
 func filesRoot(t *testing.T) string {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("hello"), 0o644); err != nil {
@@ -128,10 +134,7 @@ func filesRoot(t *testing.T) string {
 }
 
 func TestFilesHTTP(t *testing.T) {
-	for _, era := range []struct{ name, plan, version string }{
-		{"2026-07-28", EraModern, "2026-07-28"},
-		{"2025-11-25", EraLegacy, "2025-11-25"},
-	} {
+	for _, era := range filesEras {
 		for _, extension := range []bool{true, false} {
 			shape := map[bool]string{true: "extension", false: "seed"}[extension]
 			t.Run(era.name+"/"+shape, func(t *testing.T) {
@@ -156,10 +159,7 @@ func TestFilesStdio(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./examples/files: %v\n%s", err, out)
 	}
-	for _, era := range []struct{ name, plan, version string }{
-		{"2026-07-28", EraModern, "2026-07-28"},
-		{"2025-11-25", EraLegacy, "2025-11-25"},
-	} {
+	for _, era := range filesEras {
 		for _, extension := range []bool{true, false} {
 			shape := map[bool]string{true: "extension", false: "seed"}[extension]
 			t.Run(era.name+"/"+shape, func(t *testing.T) {
