@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -96,9 +97,11 @@ func endStreamsOn(done context.Context, h http.Handler) http.Handler {
 
 // ServeStdio runs server over stdin and stdout until ctx is done or the
 // client goes away. Over stdio the SDK serves both protocol eras itself.
-// It returns nil when ctx ends it.
+// A line that is not a JSON-RPC message is answered with -32700 (not JSON)
+// or -32600 and dropped; the connection goes on. It returns nil when ctx
+// ends it.
 func ServeStdio(ctx context.Context, server *mcp.Server) error {
-	return serveTransport(ctx, server, &mcp.StdioTransport{})
+	return serveTransport(ctx, server, stdioTransport(os.Stdin, os.Stdout))
 }
 
 // serveTransport is ServeStdio with the transport as a parameter, for tests.
