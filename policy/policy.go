@@ -158,6 +158,25 @@ func (e Effective) Hints() hints.Hints {
 	}
 }
 
+// GivenHints returns the hints that someone gave (a deployer, a
+// resolution, tools/list), leaving out the derived ones.
+func (e Effective) GivenHints() hints.Hints {
+	var h hints.Hints
+	if e.Effect.Source != SourceDerived {
+		h.Effect = e.Effect.Value
+	}
+	if e.IdempotentCall.Source != SourceDerived {
+		h.Idempotent = hints.Bool(e.IdempotentCall.Value)
+	}
+	if e.RequiresConfirmation.Source != SourceDerived {
+		h.RequiresConfirmation = hints.Bool(e.RequiresConfirmation.Value)
+	}
+	if e.ResultSensitivity.Source != SourceDefault {
+		h.ResultSensitivity = e.ResultSensitivity.Value
+	}
+	return h
+}
+
 // NeedsConfirmation reports whether the call should be confirmed by the
 // user: the effective requiresConfirmation hint, which, when neither the
 // deployer nor the server gave one, is derived as "mutating and

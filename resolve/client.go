@@ -115,6 +115,11 @@ type Decision struct {
 	// Result is the tools/resolve result as received, nil if there was
 	// none.
 	Result *preflight.ResolveResult
+	// Contradictions are the hints the server gave (resolved or static,
+	// not the derived ones) that disagree with the effective annotations.
+	// Hints are advisory: a client that finds some should trust the
+	// annotations, or ask the user.
+	Contradictions []hints.Contradiction
 }
 
 // NeedsConfirmation reports whether the call should be confirmed by the
@@ -160,7 +165,10 @@ func Preflight(ctx context.Context, cs *mcp.ClientSession, tool *mcp.Tool, args 
 	staticHints, _ := hints.Read(tool.Meta) // invalid static hints are ignored; lint reports them
 	in := policy.Input{Static: tool.Annotations, StaticHints: staticHints, Overrides: opts.Overrides[tool.Name]}
 	d := &Decision{Tool: tool, Arguments: argsCopy}
-	decide := func() { d.Effective = policy.Evaluate(in) }
+	decide := func() {
+		d.Effective = policy.Evaluate(in)
+		d.Contradictions = hints.Contradictions(d.Effective.Annotations(), d.Effective.GivenHints())
+	}
 
 	if !preflight.IsResolvable(tool) && !opts.ResolveUnmarked {
 		decide()

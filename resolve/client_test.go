@@ -192,10 +192,26 @@ func TestPreflightClientChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A tool whose static hints contradict its static annotations.
+	s.AddTool(&mcp.Tool{Name: "muddled", InputSchema: map[string]any{"type": "object"},
+		Meta: mcp.Meta{preflight.MetaEffect: "read", preflight.MetaIdempotent: true}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
 	hs := httptest.NewServer(endpoint.NewHandler(s, nil))
 	defer hs.Close()
 	cs := connect(t, resolve.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil), hs.URL, preflight.ProtocolStateless)
 	tools := listed(t, cs)
+	t.Run("contradiction", func(t *testing.T) {
+		d, err := resolve.Preflight(context.Background(), cs, tools["muddled"], map[string]any{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Contradictions) != 1 || d.Contradictions[0].Key != preflight.MetaEffect {
+			t.Errorf("contradictions = %v, want the read effect of a tool that is not read-only", d.Contradictions)
+		}
+		if !d.NeedsConfirmation() {
+			t.Error("a tool with default annotations needs confirmation whatever its effect hint says")
+		}
+	})
 	for name := range bad {
 		t.Run(name, func(t *testing.T) {
 			d, err := resolve.Preflight(context.Background(), cs, tools[name], map[string]any{}, nil)

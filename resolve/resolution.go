@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/preflightmcp/preflight"
@@ -28,6 +29,21 @@ type Resolution struct {
 	// This is where metadata that has no field yet travels, with no new
 	// method needed.
 	Meta map[string]any
+}
+
+// check reports invalid hints and hints that contradict the annotations.
+func (r *Resolution) check() error {
+	if err := r.Hints.Validate(); err != nil {
+		return err
+	}
+	if cs := hints.Contradictions(r.Annotations, r.Hints); len(cs) > 0 {
+		msgs := make([]string, len(cs))
+		for i, c := range cs {
+			msgs[i] = c.String()
+		}
+		return fmt.Errorf("hints contradict the annotations: %s", strings.Join(msgs, "; "))
+	}
+	return nil
 }
 
 // A Call is the tool call a resolver is asked about.
@@ -125,8 +141,13 @@ func (t *Table) check(schema map[string]any) error {
 		return fmt.Errorf("table for argument %q has no rows", t.Argument)
 	}
 	for key, r := range t.Rows {
-		if err := r.Hints.Validate(); err != nil {
+		if err := r.check(); err != nil {
 			return fmt.Errorf("row %q: %w", key, err)
+		}
+	}
+	if t.Default != nil {
+		if err := t.Default.check(); err != nil {
+			return fmt.Errorf("default row: %w", err)
 		}
 	}
 	props, _ := schema["properties"].(map[string]any)

@@ -295,8 +295,8 @@ func (rs *Server) resolution(ctx context.Context, ss *mcp.ServerSession, e *entr
 		rs.logger.ErrorContext(ctx, "tools/resolve: resolver returned no resolution", "tool", p.Name)
 		return nil, internalError("tools/resolve: could not resolve tool %q for these arguments; use its static annotations from tools/list", p.Name)
 	}
-	if err := r.Hints.Validate(); err != nil {
-		rs.logger.ErrorContext(ctx, "tools/resolve: resolver returned invalid hints", "tool", p.Name, "error", err)
+	if err := r.check(); err != nil {
+		rs.logger.ErrorContext(ctx, "tools/resolve: resolver returned unusable hints", "tool", p.Name, "error", err)
 		return nil, internalError("tools/resolve: could not resolve tool %q for these arguments; use its static annotations from tools/list", p.Name)
 	}
 	if over := exceeds(r, e); len(over) > 0 {

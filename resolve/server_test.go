@@ -67,6 +67,11 @@ func newFixture(t *testing.T) *fixture {
 		resolve.ResolverFunc(func(context.Context, *resolve.Call) (*resolve.Resolution, error) {
 			return &resolve.Resolution{Annotations: preflight.Annotations{DestructiveHint: true}}, nil
 		}))
+	// muddled: the resolution's hints contradict its annotations.
+	resolve.AddTool(rs, &mcp.Tool{Name: "muddled", Description: "hints contradict annotations"}, noop,
+		resolve.ResolverFunc(func(context.Context, *resolve.Call) (*resolve.Resolution, error) {
+			return &resolve.Resolution{Annotations: preflight.Annotations{DestructiveHint: true}, Hints: hints.Hints{Effect: hints.EffectRead}}, nil
+		}))
 	// plain: a tool that is not resolvable.
 	mcp.AddTool(s, &mcp.Tool{Name: "plain", Description: "not resolvable"}, noop)
 
@@ -259,6 +264,7 @@ func TestBadInputs(t *testing.T) {
 		{"arguments not an object", map[string]any{"name": filetool.Name, "arguments": []any{1}}, nil, -32602, ""},
 		{"resolver error", map[string]any{"name": "fails", "arguments": map[string]any{"path": "a"}}, nil, -32603, `could not resolve tool "fails"`},
 		{"resolver panic", map[string]any{"name": "panics", "arguments": map[string]any{"path": "a"}}, nil, -32603, `could not resolve tool "panics"`},
+		{"resolution whose hints contradict its annotations", map[string]any{"name": "muddled", "arguments": map[string]any{"path": "a"}}, nil, -32603, `could not resolve tool "muddled"`},
 		{"resolution beyond static bounds", map[string]any{"name": "liar", "arguments": map[string]any{"path": "a"}}, nil, -32603, "riskier than its static declaration (readOnlyHint)"},
 		{"unsupported extension settings", mf(map[string]any{"path": "a", "action": "read"}),
 			map[string]any{"extensions": map[string]any{preflight.ExtensionToolResolution: map[string]any{"partial": true}}}, -32021, "unsupported settings"},
@@ -395,6 +401,7 @@ func TestRegistrationMisuse(t *testing.T) {
 		{"unknown argument", &resolve.Table{Argument: "nope", Rows: map[string]resolve.Resolution{"a": row}}, `argument "nope", which the input schema does not define`},
 		{"row outside enum", &resolve.Table{Argument: "mode", Rows: map[string]resolve.Resolution{"a": row, "b": row, "c": row}}, `row "c" is not a value`},
 		{"enum value without row", &resolve.Table{Argument: "mode", Rows: map[string]resolve.Resolution{"a": row}}, `value "b" of argument "mode" has no row`},
+		{"contradicting hint", &resolve.Table{Argument: "mode", Rows: map[string]resolve.Resolution{"a": row, "b": {Hints: hints.Hints{Effect: hints.EffectRead}}}}, `row "b": hints contradict the annotations: mcp.dev/effect: "read" but readOnlyHint is false`},
 		{"invalid hint", &resolve.Table{Argument: "mode", Rows: map[string]resolve.Resolution{"a": row, "b": {Hints: hints.Hints{Effect: "shred"}}}}, "allowed: read, write, external, delete"},
 	}
 	for _, c := range cases {
