@@ -195,7 +195,9 @@ func TestPreflightClientChecks(t *testing.T) {
 	// A tool whose static hints contradict its static annotations.
 	s.AddTool(&mcp.Tool{Name: "muddled", InputSchema: map[string]any{"type": "object"},
 		Meta: mcp.Meta{preflight.MetaEffect: "read", preflight.MetaIdempotent: true}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	hs := httptest.NewServer(endpoint.NewHandler(s, nil))
 	defer hs.Close()
 	cs := connect(t, resolve.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil), hs.URL, preflight.ProtocolStateless)
