@@ -8,8 +8,9 @@
 //	go run ./examples/folders -root DIR               # stdio
 //	go run ./examples/folders -root DIR -http :8080   # streamable HTTP at /mcp, both protocol eras
 //
-// PREFLIGHT_STATE_KEYS (id:base64secret,...) shares the sealing keys
-// between replicas; without it each process seals with a random key.
+// PREFLIGHT_REQUEST_STATE_KEYS (id:base64secret,...; the first key seals,
+// all open) shares the sealing keys between replicas; without it each
+// process seals with a random key of its own.
 package main
 
 import (
@@ -24,6 +25,7 @@ import (
 	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/examples/folders/foldertool"
 	"github.com/preflightmcp/preflight/inject"
+	"github.com/preflightmcp/preflight/requeststate"
 )
 
 func main() {
@@ -46,7 +48,11 @@ func run(rootDir, addr string) error {
 	}
 	defer root.Close()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	opts := &inject.Options{Logger: logger, Audience: "folders"}
+	ring, err := requeststate.RingFromEnv("", nil)
+	if err != nil {
+		return err
+	}
+	opts := &inject.Options{Ring: ring, Logger: logger, Audience: "folders"}
 	server := foldertool.NewServer(root, opts)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
