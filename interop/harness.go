@@ -10,6 +10,50 @@
 // use, the npm registry must be reachable. The harness never skips: a missing
 // tool is a test failure.
 //
+// # Questions from the server
+//
+// [Plan.Elicit] and [Plan.Sample] register scripted elicitation/create and
+// sampling/createMessage handlers on the client (declaring the elicitation
+// {form: {}} and sampling capabilities); every question they receive is in
+// [Report.Asked]. The SDK routes both kinds of question to these handlers:
+//
+//   - on a legacy connection (2025-11-25) the server sends a real
+//     server-to-client JSON-RPC request in the middle of the call (over HTTP on
+//     the POST's SSE stream); the handler sees the server's request id, and
+//     with [Plan.Wire] the request shows in the step's Wire;
+//   - on 2026-07-28 the server answers tools/call with resultType
+//     "input_required" instead, and the SDK's auto-fulfilment driver
+//     (inputRequired.autoFulfill, on by default, at most
+//     inputRequired.maxRounds rounds, 10 by default, see [Plan.MaxRounds])
+//     hands each inputRequests entry to the same handler, with the entry's
+//     key as the request id, then retries the call with inputResponses and
+//     the requestState echoed, on a new id. callTool returns only the final
+//     result; the rounds show in the step's Wire (one response per round).
+//     The client drops any server-to-client request on a 2026-07-28
+//     connection.
+//
+// # Manual mode
+//
+// [Plan.Manual] runs the client as a manual MRTR client: the SDK's
+// inputRequired.autoFulfill is false and every call, request and retry step
+// passes the request option allowInputRequired: true. An input_required
+// response is then the step's result as the SDK returns it:
+// {"resultType": "input_required", "inputRequests": {...}, "requestState":
+// "..."}: unlike a complete result, resultType is kept; inputRequests (an
+// object) and requestState (a string) are passed through unvalidated, _meta
+// only if it parses, and every other member of the wire result is dropped
+// (the Go SDK's "content": null, for one). Manual mode has no effect on a
+// legacy connection, which has no input_required: a question there is a
+// server-to-client request, answered by the Elicit handler, or by the SDK
+// with a method-not-found error if there is none.
+// With autoFulfill false but without allowInputRequired ([Plan.AutoFulfill]
+// false, no Manual) the SDK rejects the call instead: an SdkError with
+// SDKCode "UNSUPPORTED_RESULT_TYPE" and data {"resultType":
+// "input_required", "method": ...}. [Step.AllowInputRequired] makes one step
+// manual while auto-fulfilment stays on. A [Retry] step then sends the
+// answers: the same request again with inputResponses and the requestState
+// of the earlier step's result, echoed byte for byte.
+//
 // The package is meant for tests only; it imports package testing.
 package interop
 
@@ -58,6 +102,30 @@ type Plan struct {
 	// Wire asks for the JSON-RPC messages received during each step, as
 	// they arrived, before the SDK decoded (and stripped) them.
 	Wire bool `json:"wire,omitempty"`
+	// Elicit, if not nil, registers an elicitation/create handler that
+	// answers the Nth question with Elicit[N] (an ElicitResult, such as
+	// {"action": "accept", "content": {...}}; see [Accept], [Decline],
+	// [Cancel]) and declares capabilities.elicitation = {"form": {}} unless
+	// Capabilities has an elicitation entry. A question beyond the list
+	// fails the handler, so an empty, non-nil list declares the
+	// capability and fails any question. Questions are recorded in
+	// [Report.Asked].
+	Elicit []map[string]any `json:"elicit"`
+	// Sample, if not nil, likewise registers a sampling/createMessage
+	// handler answering with scripted CreateMessageResults (such as
+	// {"role": "assistant", "model": "m", "content": {"type": "text",
+	// "text": "..."}}) and declares capabilities.sampling = {}.
+	Sample []map[string]any `json:"sample"`
+	// Manual is MRTR manual mode (2026-07-28): inputRequired.autoFulfill
+	// false and allowInputRequired on every call, request and retry step,
+	// so an input_required result is returned raw (see the package doc).
+	Manual bool `json:"manual,omitempty"`
+	// AutoFulfill, when set, is the client's inputRequired.autoFulfill
+	// (after Manual); nil leaves the SDK default (true).
+	AutoFulfill *bool `json:"autoFulfill,omitempty"`
+	// MaxRounds is the client's inputRequired.maxRounds; zero leaves the
+	// SDK default (10).
+	MaxRounds int `json:"maxRounds,omitempty"`
 	// Steps run in order on one connection.
 	Steps []Step `json:"steps"`
 }
@@ -78,14 +146,27 @@ type Stdio struct {
 	Dir string            `json:"cwd,omitempty"`
 }
 
-// Step is one client operation. Use [Info], [List], [Call] and [Request].
+// Step is one client operation. Use [Info], [List], [Call], [Request] and
+// [Retry].
 type Step struct {
-	// Op is "info", "list", "call" or "request".
+	// Op is "info", "list", "call", "request" or "retry".
 	Op        string         `json:"op"`
 	Name      string         `json:"name,omitempty"`
 	Arguments map[string]any `json:"arguments,omitempty"`
 	Method    string         `json:"method,omitempty"`
 	Params    any            `json:"params,omitempty"`
+	// AllowInputRequired passes allowInputRequired: true on this step
+	// (implied by [Plan.Manual]): an input_required result is returned
+	// raw instead of being fulfilled.
+	AllowInputRequired bool `json:"allowInputRequired,omitempty"`
+	// From is the index of the step a retry step resends; nil means the
+	// step before it.
+	From *int `json:"from,omitempty"`
+	// InputResponses are a retry step's inputResponses.
+	InputResponses map[string]any `json:"inputResponses,omitempty"`
+	// RequestState, if not empty, replaces the requestState a retry step
+	// echoes.
+	RequestState string `json:"requestState,omitempty"`
 }
 
 // Info reports the negotiated protocol version and server capabilities.
@@ -106,6 +187,30 @@ func Request(method string, params any) Step {
 	return Step{Op: "request", Method: method, Params: params}
 }
 
+// Retry resends the previous step's call or request (a call, request or
+// retry step) with inputResponses and the requestState of that step's
+// result echoed: the second leg of a manual MRTR round. It goes through
+// callTool if the original step was a [Call], else client.request.
+func Retry(responses map[string]any) Step {
+	return Step{Op: "retry", InputResponses: responses}
+}
+
+// RetryFrom is [Retry] of step index from.
+func RetryFrom(from int, responses map[string]any) Step {
+	return Step{Op: "retry", From: &from, InputResponses: responses}
+}
+
+// Accept is an ElicitResult accepting with content.
+func Accept(content map[string]any) map[string]any {
+	return map[string]any{"action": "accept", "content": content}
+}
+
+// Decline is an ElicitResult declining.
+func Decline() map[string]any { return map[string]any{"action": "decline"} }
+
+// Cancel is an ElicitResult cancelling.
+func Cancel() map[string]any { return map[string]any{"action": "cancel"} }
+
 // Report is what the client saw.
 type Report struct {
 	// ProtocolVersion is client.getNegotiatedProtocolVersion().
@@ -119,6 +224,31 @@ type Report struct {
 	ServerInfo map[string]any `json:"serverInfo"`
 	// Results has one entry per step, in order.
 	Results []StepResult `json:"results"`
+	// Asked lists the questions the Elicit and Sample handlers received,
+	// in order.
+	Asked []Question `json:"asked"`
+}
+
+// Question is one request an Elicit or Sample handler received.
+type Question struct {
+	// Step is the index of the step running when it came.
+	Step int `json:"step"`
+	// Method is "elicitation/create" or "sampling/createMessage".
+	Method string `json:"method"`
+	// ID is the request id the handler was given: the server's JSON-RPC
+	// id for a legacy server-to-client request (a number for the Go
+	// SDK), the inputRequests key when the SDK fulfils an input_required
+	// round.
+	ID any `json:"id"`
+	// Params are the request params as the handler saw them, after the
+	// SDK validated them.
+	Params map[string]any `json:"params"`
+}
+
+// Message is Params["message"] (an elicitation's message), or "".
+func (q Question) Message() string {
+	m, _ := q.Params["message"].(string)
+	return m
 }
 
 // StepResult is the outcome of one step.

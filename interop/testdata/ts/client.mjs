@@ -13,20 +13,59 @@
 //     "capabilities": {...},       // optional, merged under the client capabilities
 //     "timeoutMs": 10000,          // optional, per request and for connect
 //     "wire": true,                // optional: add each step's inbound JSON-RPC messages, as received
+//     "elicit": [{"action": "accept", "content": {...}}, ...],   // optional, see below
+//     "sample": [{"role": "assistant", "model": "m", "content": {...}}, ...],   // optional, see below
+//     "manual": true,              // optional: MRTR manual mode, see below
+//     "autoFulfill": false,        // optional: inputRequired.autoFulfill as given
+//     "maxRounds": 10,             // optional: inputRequired.maxRounds
 //     "steps": [
 //       {"op": "info"},
 //       {"op": "list"},
 //       {"op": "call", "name": "echo", "arguments": {...}},
-//       {"op": "request", "method": "tools/resolve", "params": {...}}
+//       {"op": "request", "method": "tools/resolve", "params": {...}},
+//       {"op": "retry", "from": 2, "inputResponses": {...}, "requestState": "..."}
 //     ]
 //   }
+//
+// "elicit" registers an elicitation/create handler (and declares
+// capabilities.elicitation = {"form": {}} unless "capabilities" has an
+// elicitation entry) that answers the Nth question it receives with the Nth
+// ElicitResult of the list; a question beyond the list fails the handler
+// (an error the server sees on a legacy connection, a failed step under
+// 2026-07-28). "sample" does the same for sampling/createMessage (declaring
+// capabilities.sampling = {}). A single object is a list of one; absent or
+// null registers no handler; an empty list registers one that fails every
+// question (the capability is still declared). Every
+// question a handler received is reported under "asked", in order:
+// {"step": index, "method": ..., "id": ..., "params": {...}} where "id" is
+// the JSON-RPC id the handler was given: the server's request id on a legacy
+// connection (a real server-to-client request), the inputRequests key when
+// the SDK fulfils an input_required round (2026-07-28); "params" is what the
+// handler saw, after the SDK validated the request.
+//
+// "manual" sets inputRequired.autoFulfill = false and passes
+// allowInputRequired: true on every call, request and retry step: an
+// input_required result is then the step's result, as the SDK hands it back:
+// {"resultType": "input_required", "inputRequests": {...}, "requestState": "..."}
+// (resultType kept, unlike a complete result). With autoFulfill false and no
+// allowInputRequired, the SDK rejects the call (SdkError
+// UNSUPPORTED_RESULT_TYPE). "allowInputRequired": true on a step does the
+// same for that step alone, with auto-fulfilment left on.
+//
+// A "retry" step resends the request of step "from" (default: the step
+// before it; a call, request or retry step) with "inputResponses" and the
+// "requestState" of step "from"'s result echoed byte for byte (or the given
+// "requestState" instead), on a new request id: what a manual-mode client
+// does after it gathered the answers. It goes through callTool when the
+// original step was a call, else through client.request.
 //
 // Output: one JSON document on stdout:
 //
 //   {"protocolVersion": "...", "era": "modern"|"legacy", "serverCapabilities": {...},
 //    "serverInfo": {...},
 //    "results": [{"op": "...", "ok": true, "result": {...}}
-//              | {"op": "...", "ok": false, "error": {"code": N, "message": "...", "data": ...}}]}
+//              | {"op": "...", "ok": false, "error": {"code": N, "message": "...", "data": ...}}],
+//    "asked": [{"step": N, "method": "elicitation/create", "id": ..., "params": {...}}]}
 //
 // A result is what the SDK handed back, after its own decoding: the SDK drops
 // "resultType" from every result, and the typed calls (list, call) drop
@@ -161,19 +200,82 @@ function info(client) {
     return out;
 }
 
-async function runStep(client, step, opts) {
+// answerList normalizes a plan's scripted answers: undefined (no handler),
+// one object (a list of one) or a list of objects.
+function answerList(plan, field) {
+    const v = plan[field];
+    if (v === undefined || v === null) return undefined;
+    const list = Array.isArray(v) ? v : [v];
+    for (const a of list) {
+        if (a === null || typeof a !== 'object' || Array.isArray(a)) {
+            throw new HarnessError(`plan.${field} must be an object or a list of objects`);
+        }
+    }
+    return list;
+}
+
+// scriptedHandler answers the Nth request with answers[N] and records
+// every request it receives in asked.
+function scriptedHandler(method, answers, asked, currentStep) {
+    let next = 0;
+    return async (request, ctx) => {
+        asked.push({
+            step: currentStep(),
+            method,
+            id: ctx?.mcpReq?.id ?? null,
+            params: structuredClone(request.params ?? {})
+        });
+        if (next >= answers.length) {
+            throw new Error(`client.mjs: no scripted answer left for ${method} (question ${next + 1}, ${answers.length} scripted)`);
+        }
+        return structuredClone(answers[next++]);
+    };
+}
+
+// stepRequest is the request a call, request or retry step sends, as
+// {op, method, params}: op is the SDK entry point ("call" or "request").
+function stepRequest(step, index, sent, results) {
+    switch (step.op) {
+        case 'call':
+            return { op: 'call', method: 'tools/call', params: { name: step.name, arguments: step.arguments ?? {} } };
+        case 'request': {
+            if (typeof step.method !== 'string') throw new HarnessError('request step needs a method');
+            return { op: 'request', method: step.method, params: step.params };
+        }
+        case 'retry': {
+            const from = step.from ?? index - 1;
+            if (!Number.isInteger(from) || from < 0 || from >= index) {
+                throw new HarnessError(`retry step ${index}: "from" must name an earlier step, got ${JSON.stringify(step.from)}`);
+            }
+            const orig = sent[from];
+            if (!orig) throw new HarnessError(`retry step ${index}: step ${from} (${results[from].op}) sent no call or request`);
+            const prev = results[from];
+            const params = { ...(orig.params ?? {}) };
+            delete params.inputResponses;
+            delete params.requestState;
+            if (step.inputResponses !== undefined) params.inputResponses = step.inputResponses;
+            const state = step.requestState ?? (prev.ok ? prev.result?.requestState : undefined);
+            if (state !== undefined) params.requestState = state;
+            return { op: orig.op, method: orig.method, params };
+        }
+        default:
+            return undefined;
+    }
+}
+
+async function runStep(client, step, req, opts) {
     switch (step.op) {
         case 'info':
             return info(client);
         case 'list':
             return await client.listTools(step.params, opts);
         case 'call':
-            return await client.callTool({ name: step.name, arguments: step.arguments ?? {} }, opts);
-        case 'request': {
-            if (typeof step.method !== 'string') throw new HarnessError('request step needs a method');
-            const req = { method: step.method };
-            if (step.params !== undefined) req.params = step.params;
-            return await client.request(req, anyResult, opts);
+        case 'request':
+        case 'retry': {
+            if (req.op === 'call') return await client.callTool(req.params, opts);
+            const r = { method: req.method };
+            if (req.params !== undefined) r.params = req.params;
+            return await client.request(r, anyResult, opts);
         }
         default:
             throw new HarnessError(`unknown op ${JSON.stringify(step.op)}`);
@@ -193,12 +295,25 @@ async function main() {
     if (plan.extensions && Object.keys(plan.extensions).length > 0) {
         capabilities.extensions = { ...(capabilities.extensions ?? {}), ...plan.extensions };
     }
+    const elicit = answerList(plan, 'elicit');
+    const sample = answerList(plan, 'sample');
+    if (elicit && capabilities.elicitation === undefined) capabilities.elicitation = { form: {} };
+    if (sample && capabilities.sampling === undefined) capabilities.sampling = {};
 
-    const client = new Client(
-        { name: 'preflight-interop-ts', version: '0.0.0' },
-        { capabilities, versionNegotiation: versionNegotiation(plan.era) }
-    );
+    const options = { capabilities, versionNegotiation: versionNegotiation(plan.era) };
+    const inputRequired = {};
+    if (plan.manual) inputRequired.autoFulfill = false;
+    if (typeof plan.autoFulfill === 'boolean') inputRequired.autoFulfill = plan.autoFulfill;
+    if (plan.maxRounds) inputRequired.maxRounds = plan.maxRounds;
+    if (Object.keys(inputRequired).length > 0) options.inputRequired = inputRequired;
+
+    const client = new Client({ name: 'preflight-interop-ts', version: '0.0.0' }, options);
     client.onerror = err => process.stderr.write(`client.mjs: client error: ${err?.message ?? err}\n`);
+
+    const asked = [];
+    let currentStep = null;
+    if (elicit) client.setRequestHandler('elicitation/create', scriptedHandler('elicitation/create', elicit, asked, () => currentStep));
+    if (sample) client.setRequestHandler('sampling/createMessage', scriptedHandler('sampling/createMessage', sample, asked, () => currentStep));
     const transport = makeTransport(plan.transport);
 
     try {
@@ -220,13 +335,18 @@ async function main() {
         };
     }
 
-    const report = { ...info(client), results: [] };
+    const report = { ...info(client), results: [], asked };
+    const sent = [];
     try {
-        for (const step of plan.steps ?? []) {
+        for (const [index, step] of (plan.steps ?? []).entries()) {
             wire = plan.wire ? [] : null;
+            currentStep = index;
             let entry;
             try {
-                const result = await runStep(client, step, opts);
+                const req = stepRequest(step, index, sent, report.results);
+                sent.push(req);
+                const stepOpts = plan.manual || step.allowInputRequired ? { ...opts, allowInputRequired: true } : opts;
+                const result = await runStep(client, step, req, stepOpts);
                 entry = { op: step.op, ok: true, result };
             } catch (err) {
                 if (err instanceof HarnessError) throw err;
