@@ -76,7 +76,7 @@ func TestConformance(t *testing.T) {
 // the legacy sessions the suite left open.
 func serveFixture(t *testing.T) string {
 	t.Helper()
-	server := fixture.NewServer()
+	server := fixture.NewServer(nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -45,5 +45,5 @@ func run(addr string, verbose bool) error {
 		return err
 	}
 	logger.Info("serving", "url", "http://"+ln.Addr().String()+endpoint.Path)
-	return endpoint.Serve(ctx, ln, endpoint.NewHandler(fixture.NewServer(), &endpoint.Options{Logger: logger}))
+	return endpoint.Serve(ctx, ln, endpoint.NewHandler(fixture.NewServer(logger), &endpoint.Options{Logger: logger}))
 }
