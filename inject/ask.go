@@ -123,6 +123,47 @@ func Elicit[T any](ctx context.Context, message string) (Elicited[T], error) {
 	return out, nil
 }
 
+// ElicitForm asks the user to fill a form with the given requested schema,
+// for forms a Go struct cannot describe (defaults, titled enums,
+// multiple choice). The accepted content is validated against schema and
+// returned as it came. Call it as [Elicit].
+func ElicitForm(ctx context.Context, message string, schema *jsonschema.Schema) (Elicited[map[string]any], error) {
+	var zero Elicited[map[string]any]
+	a, err := askerFrom(ctx)
+	if err != nil {
+		return zero, err
+	}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		return zero, fmt.Errorf("inject: form schema: %w", err)
+	}
+	q, err := newQuestion(kindElicit, &mcp.ElicitParams{Mode: "form", Message: message, RequestedSchema: schema}, resolved)
+	if err != nil {
+		return zero, err
+	}
+	raw, err := a.ask(ctx, q)
+	if err != nil {
+		return zero, err
+	}
+	var r mcp.ElicitResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return zero, err
+	}
+	return Elicited[map[string]any]{Action: Action(r.Action), Data: r.Content}, nil
+}
+
+// ClientCapabilities returns what the client declared for this call (on
+// the request under 2026-07-28, at initialize on a legacy session), for a
+// resolver that asks only what the client can answer. It never returns
+// nil: a client that declared nothing, or a context that is not a
+// resolver's, gives empty capabilities.
+func ClientCapabilities(ctx context.Context) *mcp.ClientCapabilities {
+	if a, err := askerFrom(ctx); err == nil && a.c.caps != nil {
+		return a.c.caps
+	}
+	return &mcp.ClientCapabilities{}
+}
+
 // Sample asks the client's model for one message. It has no decline arm:
 // the client answers or the call fails.
 func Sample(ctx context.Context, params *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/inject"
@@ -440,6 +441,53 @@ func TestRewordedQuestionIsAskedAgain(t *testing.T) {
 	}
 	r4 := call(b.URL, map[string]any{"name": accept(map[string]any{"name": "Grace"})}, r3.Result["requestState"])
 	if got, _ := text(t, r4); got != "hello Grace" {
+		t.Errorf("got %q", got)
+	}
+}
+
+// TestElicitFormAndCapabilities: a resolver that asks with a schema of its
+// own (a titled enum), and asks only when the client can answer.
+func TestElicitFormAndCapabilities(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "f", Version: "1"}, nil)
+	schema := &jsonschema.Schema{Type: "object", Required: []string{"size"}, Properties: map[string]*jsonschema.Schema{
+		"size": {Type: "string", OneOf: []*jsonschema.Schema{{Const: jsonschema.Ptr[any]("s"), Title: "Small"}, {Const: jsonschema.Ptr[any]("l"), Title: "Large"}}},
+	}}
+	size := inject.NewResolver("size", func(ctx context.Context, _ struct{}) (string, error) {
+		if inject.ClientCapabilities(ctx).Elicitation == nil {
+			return "s", nil // a client that cannot answer gets the default
+		}
+		ans, err := inject.ElicitForm(ctx, "Which size?", schema)
+		if err != nil {
+			return "", err
+		}
+		v, _ := ans.Data["size"].(string)
+		return v, nil
+	})
+	inject.AddTool(s, inject.NewInjector(nil), &mcp.Tool{Name: "order"}, func(_ context.Context, _ *inject.Request, in struct {
+		Size string `json:"-" inject:"size"`
+	}) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "size " + in.Size}}}, nil
+	}, size)
+	hs := httptest.NewServer(endpoint.NewHandler(s, nil))
+	defer hs.Close()
+
+	if got, _ := text(t, wiretest.Stateless(hs.URL, nil).Call(t, "tools/call", map[string]any{"name": "order", "arguments": map[string]any{}})); got != "size s" {
+		t.Errorf("client without elicitation: %q", got)
+	}
+	p := wiretest.Stateless(hs.URL, formCaps)
+	r1 := p.Call(t, "tools/call", map[string]any{"name": "order", "arguments": map[string]any{}})
+	q := r1.Result["inputRequests"].(map[string]any)["size"].(map[string]any)["params"].(map[string]any)
+	if one := q["requestedSchema"].(map[string]any)["properties"].(map[string]any)["size"].(map[string]any)["oneOf"]; len(one.([]any)) != 2 {
+		t.Fatalf("schema not sent as given: %v", q)
+	}
+	r2 := p.Call(t, "tools/call", map[string]any{"name": "order", "arguments": map[string]any{}, "requestState": r1.Result["requestState"],
+		"inputResponses": map[string]any{"size": accept(map[string]any{"size": "x"})}})
+	if got, isErr := text(t, r2); !isErr || !strings.Contains(got, "does not match the form") {
+		t.Errorf("answer outside the enum: %q", got)
+	}
+	r3 := p.Call(t, "tools/call", map[string]any{"name": "order", "arguments": map[string]any{}, "requestState": r1.Result["requestState"],
+		"inputResponses": map[string]any{"size": accept(map[string]any{"size": "l"})}})
+	if got, _ := text(t, r3); got != "size l" {
 		t.Errorf("got %q", got)
 	}
 }
