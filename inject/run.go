@@ -253,9 +253,10 @@ func stillValid(q *question, raw json.RawMessage) bool {
 	return Action(r.Action) != Accept || (r.Content != nil && q.schema.Validate(r.Content) == nil)
 }
 
-// askNow sends q to the client as a real request (legacy sessions).
+// askNow sends q to the client as a real request (legacy sessions) and
+// checks the answer as an answer in a round is checked.
 func (c *call) askNow(ctx context.Context, n *node, q *question) (json.RawMessage, error) {
-	var res any
+	var res mcp.InputResponse
 	var err error
 	switch p := q.params.(type) {
 	case *mcp.ElicitParams:
@@ -273,7 +274,7 @@ func (c *call) askNow(ctx context.Context, n *node, q *question) (json.RawMessag
 		}
 		return nil, &toolError{fmt.Sprintf("resolver %q: the client could not answer %s: %v", n.key, q.kind, err)}
 	}
-	return json.Marshal(res)
+	return accept(n, q, res)
 }
 
 // gate returns -32021 if the client did not declare what q needs.
