@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/preflightmcp/preflight"
@@ -69,6 +70,13 @@ func benchGetFileTool() *mcp.Tool {
 // newBenchServer returns a server with manage_files (table), get_file
 // (function) and noop (not resolvable, same schema as manage_files).
 func newBenchServer(tb testing.TB) *mcp.Server {
+	s, _ := newBenchResolveServer(tb)
+	return s
+}
+
+// newBenchResolveServer is newBenchServer, also returning the
+// resolve.Server installed on it.
+func newBenchResolveServer(tb testing.TB) (*mcp.Server, *resolve.Server) {
 	tb.Helper()
 	root, err := os.OpenRoot(tb.TempDir())
 	if err != nil {
@@ -89,7 +97,7 @@ func newBenchServer(tb testing.TB) *mcp.Server {
 		func(context.Context, *mcp.CallToolRequest, filetool.Args) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
 		})
-	return s
+	return s, rs
 }
 
 // BenchmarkResolveTable measures the declarative resolver of manage_files
@@ -292,6 +300,11 @@ func benchConnect(b *testing.B, c *mcp.Client, url, era string) (*mcp.ClientSess
 //     extension shape;
 //   - op=preflight: resolve.Preflight, the resolve plus the client's
 //     checks and policy evaluation;
+//   - op=paired: a call and a resolve in every iteration, in alternating
+//     order, each timed on its own; it reports call-ns/op, resolve-ns/op
+//     and their ratio resolve/call. Both operations see the same machine
+//     at the same moment, so the ratio holds up on a loaded machine, where
+//     separate sub-benchmarks may each catch a different load;
 //   - op=resolve-seed: tools/resolve from a client that does not declare
 //     the extension, answered in the seed shape (the complete tool); this
 //     one runs on a connection of its own.
@@ -300,7 +313,9 @@ func benchConnect(b *testing.B, c *mcp.Client, url, era string) (*mcp.ClientSess
 func BenchmarkRoundTrip(b *testing.B) {
 	s := newBenchServer(b)
 	hs := httptest.NewServer(endpoint.NewHandler(s, nil))
-	defer hs.Close()
+	// Cleanups run last first: the sessions (and the legacy standalone
+	// event streams) end before the server closes.
+	b.Cleanup(hs.Close)
 	ctx := context.Background()
 	impl := &mcp.Implementation{Name: "bench", Version: "v1"}
 	for _, era := range benchEras {
@@ -308,7 +323,8 @@ func BenchmarkRoundTrip(b *testing.B) {
 		if !preflight.IsResolvable(listed) {
 			b.Fatalf("%s: manage_files lacks the extension marker", era)
 		}
-		for _, op := range benchOps(listed) {
+		ops := benchOps(listed)
+		for _, op := range ops {
 			b.Run("era="+era+"/op="+op.name, func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
@@ -316,6 +332,9 @@ func BenchmarkRoundTrip(b *testing.B) {
 				}
 			})
 		}
+		b.Run("era="+era+"/op=paired", func(b *testing.B) {
+			benchPaired(ctx, b, cs, ops[0], ops[1])
+		})
 		seedClient := mcp.NewClient(impl, nil)
 		if err := resolve.EnableClient(seedClient); err != nil {
 			b.Fatal(err)
@@ -333,7 +352,8 @@ func BenchmarkRoundTrip(b *testing.B) {
 	}
 }
 
-// BenchmarkInMemory is BenchmarkRoundTrip's op=call and op=resolve over
+// BenchmarkInMemory is BenchmarkRoundTrip's op=call, op=resolve and
+// op=paired over
 // the SDK's in-memory transport (a net.Pipe, newline-delimited JSON, as
 // stdio): JSON-RPC encoding and decoding on both sides, no HTTP. Under
 // 2026-07-28 the SDK keeps one connection and sends _meta per request.
@@ -354,7 +374,8 @@ func BenchmarkInMemory(b *testing.B) {
 		if got := cs.InitializeResult().ProtocolVersion; got != era {
 			b.Fatalf("negotiated %s, want %s", got, era)
 		}
-		for _, op := range benchOps(nil)[:2] {
+		ops := benchOps(nil)[:2]
+		for _, op := range ops {
 			b.Run("era="+era+"/op="+op.name, func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
@@ -362,7 +383,33 @@ func BenchmarkInMemory(b *testing.B) {
 				}
 			})
 		}
+		b.Run("era="+era+"/op=paired", func(b *testing.B) {
+			benchPaired(ctx, b, cs, ops[0], ops[1])
+		})
 		cs.Close()
 		ss.Wait()
 	}
+}
+
+// benchPaired runs call and resolve once each per iteration, alternating
+// which goes first, and reports the time of each and their ratio.
+func benchPaired(ctx context.Context, b *testing.B, cs *mcp.ClientSession, call, res benchOp) {
+	var tCall, tRes time.Duration
+	n := 0
+	for b.Loop() {
+		first, second, dFirst, dSecond := call, res, &tCall, &tRes
+		if n%2 == 1 {
+			first, second, dFirst, dSecond = res, call, &tRes, &tCall
+		}
+		t0 := time.Now()
+		first.run(ctx, b, cs)
+		t1 := time.Now()
+		second.run(ctx, b, cs)
+		*dFirst += t1.Sub(t0)
+		*dSecond += time.Since(t1)
+		n++
+	}
+	b.ReportMetric(float64(tCall.Nanoseconds())/float64(n), "call-ns/op")
+	b.ReportMetric(float64(tRes.Nanoseconds())/float64(n), "resolve-ns/op")
+	b.ReportMetric(float64(tRes)/float64(tCall), "resolve/call")
 }

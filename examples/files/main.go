@@ -5,6 +5,15 @@
 //
 //	go run ./examples/files -root DIR               # stdio
 //	go run ./examples/files -root DIR -http :8080   # streamable HTTP at /mcp, both protocol eras
+//
+// With -disclose, the tool is listed with a short description and an open
+// input schema, and its full description is read from the
+// tool_descriptions resource, which must be fetched before the first call
+// (progressive disclosure, seed 004; package disclose):
+//
+//	go run ./examples/files -root DIR -http :8080 -disclose
+//	go run ./examples/files -root DIR -http :8080 -disclose -redis 127.0.0.1:6379   # state shared by replicas
+//	go run ./examples/files -root DIR -disclose -descriptions DESCDIR               # DESCDIR/manage_files.json, reloaded on change
 package main
 
 import (
@@ -15,7 +24,13 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/preflightmcp/preflight/disclose"
+	"github.com/preflightmcp/preflight/disclose/redisstore"
 	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/examples/files/filetool"
 	"github.com/preflightmcp/preflight/resolve"
@@ -24,16 +39,31 @@ import (
 func main() {
 	rootDir := flag.String("root", "", "directory the tool works in (required)")
 	addr := flag.String("http", "", "serve streamable HTTP at ADDR/mcp instead of stdio")
+	var d discloseFlags
+	flag.BoolVar(&d.on, "disclose", false, "progressive disclosure: list the tool minimally and require fetching its description from the tool_descriptions resource before calling it")
+	flag.StringVar(&d.redis, "redis", "", "with -disclose: keep authorization state in Redis at ADDR (host:port or a redis:// URL), shared by replicas")
+	flag.StringVar(&d.redisPrefix, "redis-prefix", "", "with -redis: key prefix (default "+redisstore.DefaultPrefix+")")
+	flag.StringVar(&d.descriptions, "descriptions", "", "with -disclose: folder of full descriptions, one TOOL.json per tool, reloaded when a file changes")
+	flag.StringVar(&d.schema, "schema", "object", "with -disclose: how far tools/list simplifies input schemas: object, open, toplevel or full")
 	flag.Parse()
-	if err := run(*rootDir, *addr); err != nil {
+	if err := run(*rootDir, *addr, d); err != nil {
 		fmt.Fprintln(os.Stderr, "files:", err)
 		os.Exit(1)
 	}
 }
 
-func run(rootDir, addr string) error {
+// discloseFlags are the progressive-disclosure flags.
+type discloseFlags struct {
+	on                                       bool
+	redis, redisPrefix, descriptions, schema string
+}
+
+func run(rootDir, addr string, d discloseFlags) error {
 	if rootDir == "" {
 		return fmt.Errorf("-root is required: the directory manage_files works in")
+	}
+	if !d.on && (d.redis != "" || d.descriptions != "") {
+		return fmt.Errorf("-redis and -descriptions need -disclose")
 	}
 	root, err := os.OpenRoot(rootDir)
 	if err != nil {
@@ -41,7 +71,17 @@ func run(rootDir, addr string) error {
 	}
 	defer root.Close()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	server := filetool.NewServer(root, &resolve.ServerOptions{Logger: logger})
+	var server *mcp.Server
+	if d.on {
+		opts, closeAll, err := d.options(logger)
+		if err != nil {
+			return err
+		}
+		defer closeAll()
+		server, _ = filetool.NewDisclosingServer(root, &resolve.ServerOptions{Logger: logger}, opts)
+	} else {
+		server = filetool.NewServer(root, &resolve.ServerOptions{Logger: logger})
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -54,4 +94,46 @@ func run(rootDir, addr string) error {
 	}
 	logger.Info("serving", "url", "http://"+ln.Addr().String()+"/mcp", "root", rootDir)
 	return endpoint.Serve(ctx, ln, endpoint.NewHandler(server, &endpoint.Options{Logger: logger}))
+}
+
+// options builds the disclosure options from the flags; closeAll releases
+// the Redis client and the folder watcher.
+func (d discloseFlags) options(logger *slog.Logger) (*disclose.Options, func(), error) {
+	level, ok := disclose.ParseSchemaLevel(d.schema)
+	if !ok {
+		return nil, nil, fmt.Errorf("-schema %q: want open, object, toplevel or full", d.schema)
+	}
+	opts := &disclose.Options{Schema: level, Logger: logger}
+	var closers []func()
+	closeAll := func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	if d.redis != "" {
+		ropts := &redis.Options{Addr: d.redis}
+		if strings.Contains(d.redis, "://") {
+			var err error
+			if ropts, err = redis.ParseURL(d.redis); err != nil {
+				return nil, nil, fmt.Errorf("-redis: %w", err)
+			}
+		}
+		client := redis.NewClient(ropts)
+		closers = append(closers, func() { client.Close() })
+		if err := client.Ping(context.Background()).Err(); err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("-redis %s: %w", d.redis, err)
+		}
+		opts.Store = redisstore.New(client, &redisstore.Options{Prefix: d.redisPrefix})
+	}
+	if d.descriptions != "" {
+		dir, err := disclose.OpenDir(d.descriptions, &disclose.DirOptions{Logger: logger})
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		closers = append(closers, func() { dir.Close() })
+		opts.Source = dir
+	}
+	return opts, closeAll, nil
 }

@@ -62,6 +62,9 @@ type commandInfo struct {
 var commands = []commandInfo{
 	{"demo", "run the manage_files example in-process and show what tool resolution changes", func() command { return &demoCmd{} }},
 	{"inspect", "list, resolve and call the tools of any MCP server (HTTP URL or stdio command)", func() command { return &inspectCmd{} }},
+	{"lint", "check a server's or a catalog's tool metadata and tool resolution, for CI", func() command { return &lintCmd{} }},
+	{"docs", "write safety tables (Markdown or HTML) of a server's or a catalog's tools", func() command { return &docsCmd{} }},
+	{"tokens", "count the tokens of a tool catalog today and with progressive disclosure", func() command { return &tokensCmd{} }},
 }
 
 func lookup(name string) (command, bool) {
@@ -150,9 +153,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = c.run(ctx, inv, stdout, stderr)
 	}
 	var uerr *usageError
+	var xerr *exitError
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &xerr):
+		fmt.Fprintf(stderr, "preflight %s: %v\n", name, xerr.err)
+		return xerr.code
 	case errors.As(err, &uerr):
 		fmt.Fprintf(stderr, "preflight %s: %s\n\n", name, uerr.msg)
 		commandUsage(stderr, name, c)

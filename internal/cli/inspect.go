@@ -198,27 +198,52 @@ func (c *inspectCmd) connect(ctx context.Context, command []string, stderr io.Wr
 	} else {
 		client = resolve.NewClient(impl, nil)
 	}
+	return dial(ctx, client, dialOptions{url: c.url, headers: c.headers, command: command, era: c.era}, stderr)
+}
 
+// dialOptions say how to reach a server: a streamable HTTP URL (with extra
+// headers), or a command started and spoken to over its stdin and stdout.
+type dialOptions struct {
+	url     string
+	headers []string
+	command []string
+	// era is the protocol version to ask for; "" for the SDK's default.
+	era string
+	// wrapHTTP, if set, wraps the HTTP round tripper of a URL.
+	wrapHTTP func(http.RoundTripper) http.RoundTripper
+	// wrapStdio, if set, wraps the transport of a command.
+	wrapStdio func(mcp.Transport) mcp.Transport
+}
+
+// dial connects client to the server opts names. The started command's
+// stderr goes to stderr. close ends the session (and the command).
+func dial(ctx context.Context, client *mcp.Client, opts dialOptions, stderr io.Writer) (*mcp.ClientSession, func(), error) {
 	var (
 		t       mcp.Transport
 		cleanup = func() {}
 		target  string
 	)
-	if c.url != "" {
+	if opts.url != "" {
 		base := http.DefaultTransport.(*http.Transport).Clone()
 		var rt http.RoundTripper = base
-		if len(c.headers) > 0 {
-			rt = headerTransport{base, c.headers}
+		if len(opts.headers) > 0 {
+			rt = headerTransport{base, opts.headers}
 		}
-		t = &mcp.StreamableClientTransport{Endpoint: c.url, HTTPClient: &http.Client{Transport: rt}}
-		cleanup, target = base.CloseIdleConnections, c.url
+		if opts.wrapHTTP != nil {
+			rt = opts.wrapHTTP(rt)
+		}
+		t = &mcp.StreamableClientTransport{Endpoint: opts.url, HTTPClient: &http.Client{Transport: rt}}
+		cleanup, target = base.CloseIdleConnections, opts.url
 	} else {
-		cmd := exec.CommandContext(ctx, command[0], command[1:]...)
+		cmd := exec.CommandContext(ctx, opts.command[0], opts.command[1:]...)
 		cmd.Stderr = stderr // the server's logs
 		t = &mcp.CommandTransport{Command: cmd}
-		target = strings.Join(command, " ")
+		if opts.wrapStdio != nil {
+			t = opts.wrapStdio(t)
+		}
+		target = strings.Join(opts.command, " ")
 	}
-	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: c.era})
+	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: opts.era})
 	if err != nil {
 		cleanup()
 		if e := rpcErrorOf(err, "connect"); e != nil {

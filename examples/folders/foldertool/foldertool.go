@@ -11,7 +11,8 @@
 //     listing (sampling).
 //
 // delete_folder is also resolvable (tools/resolve): deleting an empty
-// folder needs no confirmation, a non-empty one does. Resolution only
+// folder is not destructive and needs no confirmation, deleting a
+// non-empty one is and does. Resolution only
 // reads the folder; it never runs the resolvers that ask.
 //
 // Every path is confined to the root directory.
@@ -92,6 +93,8 @@ func Add(s *mcp.Server, rs *resolve.Server, inj *inject.Injector, root *os.Root)
 	inject.AddTool(s, inj, &mcp.Tool{
 		Name:        "rename_folder",
 		Description: "Rename a folder; asks the user for the new name, then to confirm.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: hints.Bool(false), OpenWorldHint: hints.Bool(false)},
+		Meta:        hints.Hints{Effect: hints.EffectWrite, RequiresConfirmation: hints.Bool(true), Idempotent: hints.Bool(false)}.Write(nil),
 	}, renameFolder(root), askNewName, confirmRename)
 
 	inject.AddTool(s, inj, &mcp.Tool{
@@ -202,6 +205,10 @@ func resolveDelete(root *os.Root) resolve.Resolver {
 			Hints:       hints.Hints{Effect: hints.EffectDelete, Idempotent: hints.Bool(true), RequiresConfirmation: hints.Bool(true)},
 		}
 		if err == nil && len(names) == 0 {
+			// Nothing in it: removing it changes the tree but loses no
+			// data, and the tool does not ask.
+			r.Annotations.DestructiveHint = false
+			r.Hints.Effect = hints.EffectWrite
 			r.Hints.RequiresConfirmation = hints.Bool(false)
 		}
 		return r, nil

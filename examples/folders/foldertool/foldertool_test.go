@@ -157,6 +157,9 @@ func TestResolveNeverAsks(t *testing.T) {
 		if got := r.Result["_meta"].(map[string]any)[preflight.MetaRequiresConfirmation]; got != confirm {
 			t.Errorf("%s: requiresConfirmation = %v, want %v", path, got, confirm)
 		}
+		if got := r.Result["annotations"].(map[string]any)["destructiveHint"]; got != confirm {
+			t.Errorf("%s: destructiveHint = %v, want %v", path, got, confirm)
+		}
 	}
 }
 

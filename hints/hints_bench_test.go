@@ -1,0 +1,72 @@
+package hints_test
+
+import (
+	"testing"
+
+	"github.com/preflightmcp/preflight"
+	"github.com/preflightmcp/preflight/hints"
+)
+
+// benchHints sets all four keys.
+var benchHints = hints.Hints{
+	Effect:               hints.EffectDelete,
+	Idempotent:           hints.Bool(true),
+	RequiresConfirmation: hints.Bool(true),
+	ResultSensitivity:    hints.SensitivityConfidential,
+}
+
+// BenchmarkRead measures reading the four mcp.dev/ keys from a _meta map
+// as a client decodes it (plain JSON values), with and without other keys
+// around them, and with an invalid value (the error path).
+func BenchmarkRead(b *testing.B) {
+	valid := benchHints.Write(nil)
+	crowded := benchHints.Write(map[string]any{
+		preflight.ExtensionToolResolution: map[string]any{"resolvable": true},
+		"com.example/owner":               "team-files",
+		"com.example/cost":                3.5,
+	})
+	invalid := benchHints.Write(nil)
+	invalid[preflight.MetaEffect] = "shred"
+	cases := []struct {
+		name    string
+		meta    map[string]any
+		wantErr bool
+	}{
+		{"keys=4", valid, false},
+		{"keys=4+3other", crowded, false},
+		{"keys=0", map[string]any{}, false},
+		{"invalid", invalid, true},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := hints.Read(c.meta); (err != nil) != c.wantErr {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkWrite measures writing the four keys into a fresh _meta and
+// into a copy of one that already holds other keys.
+func BenchmarkWrite(b *testing.B) {
+	existing := map[string]any{
+		preflight.ExtensionToolResolution: map[string]any{"resolvable": true},
+		"com.example/owner":               "team-files",
+	}
+	for _, c := range []struct {
+		name string
+		meta map[string]any
+	}{{"into=nil", nil}, {"into=2keys", existing}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if m := benchHints.Write(c.meta); len(m) != len(c.meta)+4 {
+					b.Fatal(m)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,568 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/preflightmcp/preflight"
+	"github.com/preflightmcp/preflight/disclose"
+	"github.com/preflightmcp/preflight/tokens"
+)
+
+// The goal progressive disclosure is measured against (issue 4): at
+// least goalSaving percent fewer initial tokens on every catalog of
+// goalMinTools tools or more.
+const (
+	goalMinTools = 9
+	goalSaving   = 85.0
+)
+
+type tokensCmd struct {
+	url      string
+	json     bool
+	era      string
+	timeout  time.Duration
+	headers  headerFlag
+	k        string
+	schema   string
+	tools    bool
+	markdown bool
+}
+
+func (c *tokensCmd) synopsis() string {
+	return `usage: preflight tokens [flags] CATALOG.json...
+       preflight tokens [flags] -url URL
+       preflight tokens [flags] -- COMMAND [ARG...]
+
+Counts the tokens a model reads for a server's tools, in OpenAI's o200k_base
+encoding (offline: the ranks are built in), and compares three things:
+
+  today     tools/list as the server serves it
+  minimal   the minimal listing of progressive disclosure (seed 004), made
+            by package disclose (short description, schema simplified to
+            -schema); saving is how much smaller it is than today
+  k=N       fetching the full descriptions a task of N tools needs, through
+            the tool_descriptions resource: the mean over every set of N
+            tools (N times the mean description) / the largest set (the N
+            largest descriptions)
+
+A tool counts as the compact JSON of what a model is shown of it: name,
+title, description, inputSchema and annotations. Icons (the GitHub
+server's are large base64 images), _meta and outputSchema are left out;
+a fetched description counts whole, outputSchema included.
+
+The tools come from catalog files (a tools/list result, {"tools": [...]})
+or from a running server, over streamable HTTP (-url) or by starting
+COMMAND over stdio. A server that already serves the tool_descriptions
+resource is measured as served: its listing is the minimal one, and its
+full descriptions are read from the resource.
+
+Each minimal description is checked to still say what its tool does (not
+empty, not just the tool's name, has a verb); those that fail are listed.
+The last line says whether the goal holds: at least 85% fewer tokens on
+every catalog of 9 tools or more.
+
+Examples:
+
+  preflight tokens ../shared/catalogs/*.json
+  preflight tokens -tools -k 1,2,10 ../shared/catalogs/server-memory.json
+  preflight tokens -url http://127.0.0.1:8080/mcp
+  preflight tokens -json -- npx -y @modelcontextprotocol/server-memory
+`
+}
+
+func (c *tokensCmd) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.url, "url", "", "streamable HTTP endpoint of a server, such as http://127.0.0.1:8080/mcp")
+	fs.BoolVar(&c.json, "json", false, "print JSON instead of tables")
+	fs.StringVar(&c.k, "k", "1,3,5", "task sizes to price: comma-separated numbers of tools")
+	fs.StringVar(&c.schema, "schema", disclose.SchemaObject.String(),
+		"how far the minimal listing simplifies input schemas: open, toplevel or full (see package disclose)")
+	fs.BoolVar(&c.tools, "tools", false, "also print a table of every tool")
+	fs.BoolVar(&c.markdown, "markdown", false, "print the summary as a Markdown table (as in docs/tokens.md)")
+	fs.StringVar(&c.era, "era", "", "server: protocol version to ask for: "+preflight.ProtocolStateless+" or "+preflight.ProtocolLegacy+
+		"\n(default: the newest the server speaks)")
+	fs.DurationVar(&c.timeout, "timeout", 2*time.Minute, "server: give up after this long; 0 waits forever")
+	fs.Var(&c.headers, "header", "HTTP header `Name: value` sent with every request (repeatable; -url only)")
+}
+
+// tokensDoc is the JSON output.
+type tokensDoc struct {
+	Encoding string `json:"encoding"`
+	// Schema is the schema level of derived minimal listings.
+	Schema   string          `json:"schema"`
+	K        []int           `json:"k"`
+	Catalogs []catalogReport `json:"catalogs"`
+	Goal     goalView        `json:"goal"`
+}
+
+// catalogReport is the measure of one source.
+type catalogReport struct {
+	// Source is the file, URL or command measured.
+	Source string `json:"source"`
+	// Kind is "file", "url" or "command".
+	Kind string `json:"kind"`
+	// MinimalFrom says where the minimal listing came from: "derived" by
+	// disclose.Minimal, or "served" by a server with disclosure on.
+	MinimalFrom string `json:"minimalFrom"`
+	*tokens.Report
+}
+
+// goalView is the verdict on the goal.
+type goalView struct {
+	MinTools  int     `json:"minTools"`
+	MinSaving float64 `json:"minSaving"`
+	Met       bool    `json:"met"`
+	// Missed are the catalogs of MinTools tools or more that save less.
+	Missed []string `json:"missed,omitempty"`
+	// FailingDescriptions counts the minimal descriptions that fail the
+	// check, over every catalog.
+	FailingDescriptions int `json:"failingDescriptions"`
+	// InheritedFailures counts those whose description as listed today
+	// fails the check too.
+	InheritedFailures int `json:"inheritedFailures"`
+}
+
+func (c *tokensCmd) run(ctx context.Context, inv invocation, stdout, stderr io.Writer) error {
+	ks, err := parseKs(c.k)
+	if err != nil {
+		return err
+	}
+	level, ok := disclose.ParseSchemaLevel(c.schema)
+	if !ok {
+		return usagef("-schema %q: want open, toplevel or full", c.schema)
+	}
+	server := c.url != "" || inv.dashDash
+	switch {
+	case !server && len(inv.args) == 0:
+		return usagef("nothing to measure: give catalog files, -url URL, or a command to start after --")
+	case server && len(inv.args) > 0:
+		return usagef("give catalog files or a server (-url or a command after --), not both")
+	case c.url != "" && inv.dashDash:
+		return usagef("give either -url or a command after --, not both")
+	case inv.dashDash && len(inv.rest) == 0:
+		return usagef("no command after --")
+	case c.url == "" && len(c.headers) > 0:
+		return usagef("-header applies to -url only")
+	}
+	if c.json && c.markdown {
+		return usagef("give -json or -markdown, not both")
+	}
+	if c.era != "" && c.era != preflight.ProtocolStateless && c.era != preflight.ProtocolLegacy {
+		return usagef("-era %q: want %s or %s", c.era, preflight.ProtocolStateless, preflight.ProtocolLegacy)
+	}
+
+	counter, err := tokens.O200k()
+	if err != nil {
+		return fmt.Errorf("tokenizer: %w", err)
+	}
+	doc := tokensDoc{Encoding: tokens.Encoding, Schema: level.String(), K: ks,
+		Goal: goalView{MinTools: goalMinTools, MinSaving: goalSaving, Met: true}}
+	measure := func(source, kind, minimal string, ts []tokens.Tool) error {
+		r, err := tokens.Measure(counter, ts, ks)
+		if err != nil {
+			return fmt.Errorf("%s: %w", source, err)
+		}
+		doc.Catalogs = append(doc.Catalogs, catalogReport{Source: source, Kind: kind, MinimalFrom: minimal, Report: r})
+		return nil
+	}
+	if server {
+		source, kind, ts, served, err := c.fromServer(ctx, inv.rest, level, stderr)
+		if err != nil {
+			return err
+		}
+		minimal := "derived"
+		if served {
+			minimal = "served"
+		}
+		if err := measure(source, kind, minimal, ts); err != nil {
+			return err
+		}
+	} else {
+		for _, file := range inv.args {
+			listed, err := readCatalogFile(file)
+			if err != nil {
+				return err
+			}
+			if err := measure(file, "file", "derived", derive(listed, level)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, r := range doc.Catalogs {
+		if r.Tools >= goalMinTools && r.Saving < goalSaving {
+			doc.Goal.Met = false
+			doc.Goal.Missed = append(doc.Goal.Missed, r.Source)
+		}
+		doc.Goal.FailingDescriptions += len(r.Failing)
+		for _, t := range r.PerTool {
+			if len(t.Problems) > 0 && len(t.SourceProblems) > 0 {
+				doc.Goal.InheritedFailures++
+			}
+		}
+	}
+	if doc.Goal.FailingDescriptions > 0 {
+		doc.Goal.Met = false
+	}
+	switch {
+	case c.json:
+		return writeJSON(stdout, doc)
+	case c.markdown:
+		return c.writeMarkdown(stdout, doc)
+	}
+	return c.writeText(stdout, doc)
+}
+
+// parseKs parses the -k list.
+func parseKs(s string) ([]int, error) {
+	var ks []int
+	for _, f := range strings.Split(s, ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || k < 1 {
+			return nil, usagef("-k %q: want comma-separated numbers of tools, 1 or more, such as 1,3,5", s)
+		}
+		ks = append(ks, k)
+	}
+	return ks, nil
+}
+
+// readCatalogFile reads a catalog file.
+func readCatalogFile(name string) ([]*mcp.Tool, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	tools, err := tokens.ReadCatalog(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return tools, nil
+}
+
+// derive pairs each listed tool with its minimal listing and its full
+// definition, both made by package disclose.
+func derive(listed []*mcp.Tool, level disclose.SchemaLevel) []tokens.Tool {
+	ts := make([]tokens.Tool, len(listed))
+	for i, t := range listed {
+		ts[i] = tokens.Tool{Listed: t, Minimal: disclose.Minimal(t, level), Fetched: disclose.Full(t, nil)}
+	}
+	return ts
+}
+
+// fromServer lists a server's tools. When the server serves the
+// tool_descriptions resource, its listing is already minimal: the full
+// descriptions are read from the resource and stand for the listing of
+// today. served reports which.
+func (c *tokensCmd) fromServer(ctx context.Context, command []string, level disclose.SchemaLevel, stderr io.Writer) (source, kind string, ts []tokens.Tool, served bool, err error) {
+	source, kind = c.url, "url"
+	if c.url == "" {
+		source, kind = strings.Join(command, " "), "command"
+	}
+	if _, isFile := stderr.(*os.File); !isFile {
+		stderr = &syncWriter{w: stderr} // a started server logs from another goroutine
+	}
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	// The connection is inspect's (dial): same transports, headers, eras.
+	client := mcp.NewClient(&mcp.Implementation{Name: "preflight-tokens", Version: version}, nil)
+	cs, closeSession, err := dial(ctx, client, dialOptions{url: c.url, headers: c.headers, command: command, era: c.era}, stderr)
+	if err != nil {
+		return "", "", nil, false, err
+	}
+	defer closeSession()
+
+	var listed []*mcp.Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return "", "", nil, false, listError("tools/list", err)
+		}
+		listed = append(listed, t)
+	}
+	uri, err := descriptionsResource(ctx, cs)
+	if err != nil {
+		return "", "", nil, false, err
+	}
+	if uri == "" {
+		return source, kind, derive(listed, level), false, nil
+	}
+	full, err := readDescriptions(ctx, cs, uri, listed)
+	if err != nil {
+		return "", "", nil, false, err
+	}
+	for _, t := range listed {
+		entry := full[t.Name]
+		var today mcp.Tool
+		if err := json.Unmarshal(entry, &today); err != nil || today.Name != t.Name {
+			return "", "", nil, false, fmt.Errorf("resources/read %s: the entry of %s is not a tool definition: %s", uri, t.Name, shorten(string(entry), 120))
+		}
+		ts = append(ts, tokens.Tool{Listed: &today, Minimal: t, Fetched: entry})
+	}
+	return source, kind, ts, true, nil
+}
+
+// listError reports a failed request.
+func listError(method string, err error) error {
+	if e := rpcErrorOf(err, method); e != nil {
+		return fmt.Errorf("%s: error %d: %s", method, e.Code, e.Message)
+	}
+	return fmt.Errorf("%s: %w", method, err)
+}
+
+// descriptionsName is the name of the progressive-disclosure resource
+// (seed 004 section 4.1), the last element of its URI's path.
+const descriptionsName = "tool_descriptions"
+
+// descriptionsResource returns the URI of the server's tool_descriptions
+// resource, or "" if it has none (or no resources at all).
+func descriptionsResource(ctx context.Context, cs *mcp.ClientSession) (string, error) {
+	if caps := cs.InitializeResult().Capabilities; caps == nil || caps.Resources == nil {
+		return "", nil
+	}
+	for r, err := range cs.Resources(ctx, nil) {
+		if err != nil {
+			return "", listError("resources/list", err)
+		}
+		u, perr := url.Parse(r.URI)
+		if perr == nil && path.Base(u.Path) == descriptionsName {
+			return r.URI, nil
+		}
+	}
+	return "", nil
+}
+
+// descriptionsBatch is how many tools one resources/read asks for (a
+// disclose server serves up to disclose.DefaultMaxToolsPerRead).
+const descriptionsBatch = 50
+
+// readDescriptions reads the full descriptions of tools from the
+// tool_descriptions resource at uri, a batch of names at a time, and
+// returns them by name.
+func readDescriptions(ctx context.Context, cs *mcp.ClientSession, uri string, tools []*mcp.Tool) (map[string]json.RawMessage, error) {
+	full := map[string]json.RawMessage{}
+	for start := 0; start < len(tools); start += descriptionsBatch {
+		var names []string
+		for _, t := range tools[start:min(start+descriptionsBatch, len(tools))] {
+			names = append(names, t.Name)
+		}
+		res, err := readRateLimited(ctx, cs, disclose.SelectionURI(uri, names...))
+		if err != nil {
+			return nil, listError("resources/read "+uri, err)
+		}
+		var text string
+		for _, c := range res.Contents {
+			if c != nil && c.Text != "" {
+				text = c.Text
+				break
+			}
+		}
+		var entries map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(text), &entries); err != nil {
+			return nil, fmt.Errorf("resources/read %s: not a JSON object of descriptions: %v", uri, err)
+		}
+		for _, n := range names {
+			e, ok := entries[n]
+			if !ok {
+				return nil, fmt.Errorf("resources/read %s: no description of %s", uri, n)
+			}
+			full[n] = e
+		}
+	}
+	return full, nil
+}
+
+// readRateLimited reads uri, waiting and trying again (up to 5 times)
+// while the server answers RATE_LIMITED with a time to retry after.
+func readRateLimited(ctx context.Context, cs *mcp.ClientSession, uri string) (*mcp.ReadResourceResult, error) {
+	for try := 0; ; try++ {
+		res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		e := rpcErrorOf(err, "resources/read")
+		if err == nil || e == nil || e.Code != disclose.RPCRateLimited || try == 5 {
+			return res, err
+		}
+		var data disclose.Error
+		if json.Unmarshal(e.Data, &data) != nil || data.RetryAfterMS <= 0 {
+			return res, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(data.RetryAfterMS) * time.Millisecond):
+		}
+	}
+}
+
+// summaryRow is one catalog's row of the summary table.
+func summaryRow(r catalogReport) []string {
+	name := r.Source
+	if r.Kind == "file" {
+		name = filepath.Base(name)
+	}
+	if r.MinimalFrom == "served" {
+		name += " (served)"
+	}
+	row := []string{name, strconv.Itoa(r.Tools), strconv.Itoa(r.Today), strconv.Itoa(r.Minimal), percent(r.Saving),
+		strconv.FormatFloat(r.BreakEven, 'f', 1, 64)}
+	for _, t := range r.Tasks {
+		row = append(row, fmt.Sprintf("%.0f / %d", t.Mean, t.Max))
+	}
+	return row
+}
+
+// fieldsHead heads the table of where the minimal listing's tokens go.
+var (
+	fieldsHead         = []string{"CATALOG", "MINIMAL", "ANNOTATIONS", "TITLE", "INPUTSCHEMA", "DESCRIPTION", "NAME AND JSON"}
+	fieldsHeadMarkdown = []string{"catalog", "minimal", "annotations", "title", "inputSchema", "description", "name and JSON"}
+)
+
+// fieldsRow is one catalog's row of that table, each field with its
+// share of the minimal listing.
+func fieldsRow(r catalogReport) []string {
+	f := r.MinimalFields
+	share := func(n int) string {
+		if r.Minimal == 0 {
+			return strconv.Itoa(n)
+		}
+		return fmt.Sprintf("%d (%.0f%%)", n, 100*float64(n)/float64(r.Minimal))
+	}
+	rest := r.Minimal - f.Annotations - f.Title - f.InputSchema - f.Description
+	return []string{summaryRow(r)[0], strconv.Itoa(r.Minimal), share(f.Annotations), share(f.Title), share(f.InputSchema), share(f.Description), share(rest)}
+}
+
+// writeText writes the summary table, the failing descriptions, the
+// verdict and, with -tools, a table per catalog.
+func (c *tokensCmd) writeText(w io.Writer, doc tokensDoc) error {
+	fmt.Fprintf(w, "%s tokens; minimal listing by package disclose, schema %s\n", doc.Encoding, doc.Schema)
+	fmt.Fprintln(w, "BREAK-EVEN: descriptions of mean size a task can fetch before it costs more than today's listing")
+	fmt.Fprint(w, "K=N: tokens of fetching the descriptions of N tools, mean over all sets of N / the N largest\n\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := []string{"CATALOG", "TOOLS", "TODAY", "MINIMAL", "SAVING", "BREAK-EVEN"}
+	for _, k := range doc.K {
+		head = append(head, fmt.Sprintf("K=%d", k))
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, r := range doc.Catalogs {
+		fmt.Fprintln(tw, strings.Join(summaryRow(r), "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprint(w, "\nWhere the minimal listing's tokens go (tokens it would save without each field; inputSchema: beyond {\"type\":\"object\"}):\n\n")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(fieldsHead, "\t"))
+	for _, r := range doc.Catalogs {
+		fmt.Fprintln(tw, strings.Join(fieldsRow(r), "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	c.writeFailures(w, doc)
+	fmt.Fprintf(w, "\n%s\n", verdict(doc.Goal))
+	if c.tools {
+		for _, r := range doc.Catalogs {
+			if err := writeToolTable(w, r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeMarkdown writes the summary as a Markdown table, for docs.
+func (c *tokensCmd) writeMarkdown(w io.Writer, doc tokensDoc) error {
+	head := []string{"catalog", "tools", "today", "minimal", "saving", "break-even"}
+	align := []string{"---", "--:", "--:", "--:", "--:", "--:"}
+	for _, k := range doc.K {
+		head = append(head, fmt.Sprintf("k=%d mean / max", k))
+		align = append(align, "--:")
+	}
+	fmt.Fprintf(w, "| %s |\n| %s |\n", strings.Join(head, " | "), strings.Join(align, " | "))
+	for _, r := range doc.Catalogs {
+		fmt.Fprintf(w, "| %s |\n", strings.Join(summaryRow(r), " | "))
+	}
+	fmt.Fprint(w, "\nWhere the minimal listing's tokens go (tokens it would save without each field; inputSchema: beyond {\"type\":\"object\"}):\n\n")
+	fmt.Fprintf(w, "| %s |\n| --- |%s\n", strings.Join(fieldsHeadMarkdown, " | "), strings.Repeat(" --: |", len(fieldsHeadMarkdown)-1))
+	for _, r := range doc.Catalogs {
+		fmt.Fprintf(w, "| %s |\n", strings.Join(fieldsRow(r), " | "))
+	}
+	c.writeFailures(w, doc)
+	fmt.Fprintf(w, "\n%s\n", verdict(doc.Goal))
+	return nil
+}
+
+// writeFailures lists the minimal descriptions that fail the check.
+func (c *tokensCmd) writeFailures(w io.Writer, doc tokensDoc) {
+	if doc.Goal.FailingDescriptions == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%d minimal descriptions fail the check (not empty, not just the tool's name, has a verb), %d of them because the listed description fails too:\n\n",
+		doc.Goal.FailingDescriptions, doc.Goal.InheritedFailures)
+	for _, r := range doc.Catalogs {
+		for _, t := range r.PerTool {
+			if len(t.Problems) == 0 {
+				continue
+			}
+			note := ""
+			if len(t.SourceProblems) > 0 {
+				note = " (listed today: " + strings.Join(t.SourceProblems, ", ") + ")"
+			}
+			fmt.Fprintf(w, "- %s %s: %q: %s%s\n", filepath.Base(r.Source), t.Name, t.MinimalDescription, strings.Join(t.Problems, ", "), note)
+		}
+	}
+}
+
+// verdict says in one line whether the goal holds.
+func verdict(g goalView) string {
+	v := "met"
+	if !g.Met {
+		var why []string
+		if len(g.Missed) > 0 {
+			names := make([]string, len(g.Missed))
+			for i, m := range g.Missed {
+				names[i] = filepath.Base(m)
+			}
+			why = append(why, "saves less on "+strings.Join(names, ", "))
+		}
+		if g.FailingDescriptions > 0 {
+			why = append(why, fmt.Sprintf("%d minimal descriptions fail the check", g.FailingDescriptions))
+		}
+		v = "missed: " + strings.Join(why, "; ")
+	}
+	return fmt.Sprintf("goal (at least %.0f%% fewer tokens on every catalog of %d tools or more; every minimal description says what its tool does): %s",
+		g.MinSaving, g.MinTools, v)
+}
+
+// writeToolTable writes one catalog's tools.
+func writeToolTable(w io.Writer, r catalogReport) error {
+	fmt.Fprintf(w, "\n%s: %d tools\n", r.Source, r.Tools)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tTODAY\tMINIMAL\tSAVING\tFETCH\tCHECK\tMINIMAL DESCRIPTION")
+	for _, t := range r.PerTool {
+		saving := 0.0
+		if t.Today > 0 {
+			saving = 100 * float64(t.Today-t.Minimal) / float64(t.Today)
+		}
+		check := "ok"
+		if len(t.Problems) > 0 {
+			check = "FAIL"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\t%s\n", t.Name, t.Today, t.Minimal, percent(saving), t.Fetch, check, shorten(t.MinimalDescription, 70))
+	}
+	return tw.Flush()
+}
+
+func percent(p float64) string { return strconv.FormatFloat(p, 'f', 1, 64) + "%" }

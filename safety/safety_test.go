@@ -1,0 +1,198 @@
+package safety
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/preflightmcp/preflight"
+	"github.com/preflightmcp/preflight/hints"
+	"github.com/preflightmcp/preflight/lint"
+	"github.com/preflightmcp/preflight/policy"
+)
+
+const catalog = `{"server": {"name": "notes", "version": "2"}, "tools": [
+  {"name": "read_note", "description": "Reads a note.", "inputSchema": {"type": "object"},
+   "annotations": {"readOnlyHint": true, "openWorldHint": false}, "_meta": {"mcp.dev/resultSensitivity": "confidential"}},
+  {"name": "append_note", "description": "Appends to a note.", "inputSchema": {"type": "object"},
+   "annotations": {"readOnlyHint": false, "destructiveHint": false, "openWorldHint": false}},
+  {"name": "manage_notes", "description": "Reads or deletes notes <b>safely</b>.", "inputSchema": {"type": "object"},
+   "annotations": {"destructiveHint": true, "idempotentHint": true, "openWorldHint": false},
+   "_meta": {"mcp.dev/effect": "delete", "mcp.dev/requiresConfirmation": true}, "resolve": true}
+]}`
+
+// target is the catalog with manage_notes resolved for two variants, as
+// lint.Observe would have left it.
+func target(t *testing.T) *lint.Target {
+	t.Helper()
+	tg, err := lint.ParseCatalog([]byte(catalog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg.Kind, tg.Source = lint.KindServer, "http://127.0.0.1/mcp"
+	m := tg.Tools[2]
+	m.Coverage = &lint.Coverage{Enumerated: []string{"action"}, Variants: 2}
+	read := preflight.Annotations{ReadOnlyHint: true, IdempotentHint: true}
+	del := preflight.Annotations{DestructiveHint: true, IdempotentHint: true}
+	m.Variants = []*lint.Variant{
+		{Arguments: map[string]any{"action": "read"}, Label: "action=read", Probes: []*lint.Probe{{Shape: lint.ShapeExtension, Annotations: &read, Hints: hints.Hints{Effect: hints.EffectRead, RequiresConfirmation: hints.Bool(false)}}}},
+		{Arguments: map[string]any{"action": "delete"}, Label: "action=delete", Probes: []*lint.Probe{{Shape: lint.ShapeExtension, Annotations: &del}}},
+		{Arguments: map[string]any{"action": "purge"}, Label: "action=purge", Probes: []*lint.Probe{{Shape: lint.ShapeExtension, Code: -32603, Err: "could not resolve"}}},
+	}
+	return tg
+}
+
+func TestFromTarget(t *testing.T) {
+	tb := FromTarget(target(t))
+	if tb.Title != "notes 2" || len(tb.Tools) != 3 {
+		t.Fatalf("table = %+v", tb)
+	}
+	read := tb.Tools[0].Static
+	if read.Risk != RiskReadOnly || read.ReadOnly != (Cell{"yes", policy.SourceStatic, "good"}) ||
+		read.Sensitivity.Value != "confidential" || read.Sensitivity.Source != policy.SourceStatic ||
+		read.Idempotent.Source != policy.SourceDerived || read.Destructive.Value != "no" {
+		t.Errorf("read_note = %+v", read)
+	}
+	appendRow := tb.Tools[1].Static
+	if appendRow.Risk != RiskWrite || appendRow.Confirmation.Value != "not required" || appendRow.Confirmation.Source != policy.SourceDerived {
+		t.Errorf("append_note = %+v", appendRow)
+	}
+	m := tb.Tools[2]
+	if !m.Resolvable || m.Static.Risk != RiskDestructive || m.Static.ReadOnly.Source != policy.SourceDefault ||
+		m.Static.Confirmation != (Cell{"required", policy.SourceStatic, "bad"}) || len(m.Variants) != 3 {
+		t.Fatalf("manage_notes = %+v", m)
+	}
+	if v := m.Variants[0]; v.Risk != RiskReadOnly || v.Effect != (Cell{"read", policy.SourceResolved, "good"}) || v.Confirmation.Source != policy.SourceResolved {
+		t.Errorf("action=read = %+v", v)
+	}
+	// delete: the resolution gives no hints, so the static ones apply.
+	if v := m.Variants[1]; v.Risk != RiskDestructive || v.Effect != (Cell{"delete", policy.SourceStatic, "bad"}) || v.Destructive.Source != policy.SourceResolved {
+		t.Errorf("action=delete = %+v", v)
+	}
+	if v := m.Variants[2]; v.Error == "" || v.Risk != RiskDestructive {
+		t.Errorf("action=purge = %+v", v)
+	}
+}
+
+func TestMarkdown(t *testing.T) {
+	var b bytes.Buffer
+	if err := FromTarget(target(t)).Markdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"# Safety table: notes 2",
+		"3 tools: 1 read-only, 1 write, 1 destructive; 1 need confirmation as listed. 1 resolvable, 3 argument variants resolved.",
+		"| tool | arguments | risk | effect | read-only | destructive | idempotent | open world | confirmation | result sensitivity |",
+		"| **read_note** | *any (as listed)* | 🟢 read-only | read <sub>derived</sub> | yes <sub>static</sub> |",
+		"|  | `action=read` | 🟢 read-only | read <sub>resolved</sub> |",
+		"`action=purge` (resolution failed: could not resolve; static values)",
+		"- **manage_notes**: 2 argument variant(s) resolved, enumerating action",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestHTMLInChromium opens the page in a real headless Chromium and checks
+// that the script ran, built the effect filter, and applied the filters
+// given in the URL fragment. A missing Chromium fails the test.
+func TestHTMLInChromium(t *testing.T) {
+	var b bytes.Buffer
+	if err := FromTarget(target(t)).HTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, banned := range []string{"<link", "src=\"http", "href=\"http", "@import", "url("} {
+		if strings.Contains(page, banned) {
+			t.Errorf("the page is not self-contained: it has %q", banned)
+		}
+	}
+	if strings.Contains(page, "<b>safely</b>") {
+		t.Error("a description's markup was not escaped")
+	}
+	file := filepath.Join(t.TempDir(), "safety.html")
+	if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		fragment string
+		shown    string
+		visible  []string
+		hidden   []string
+	}{
+		{"", "Showing 3 of 3 tools (6 rows)", []string{"read_note", "append_note", "manage_notes"}, nil},
+		{"risk=destructive", "Showing 1 of 3 tools (3 rows)", []string{"manage_notes"}, []string{"read_note", "append_note"}},
+		{"risk=read-only", "Showing 2 of 3 tools (2 rows)", []string{"read_note", "manage_notes"}, []string{"append_note"}},
+		{"confirm=1&variants=0", "Showing 1 of 3 tools (1 rows)", []string{"manage_notes"}, []string{"read_note", "append_note"}},
+		{"q=append", "Showing 1 of 3 tools (1 rows)", []string{"append_note"}, []string{"read_note", "manage_notes"}},
+		{"effect=delete", "Showing 1 of 3 tools (3 rows)", []string{"manage_notes"}, []string{"read_note"}},
+		{"q=nothing-matches", "Showing 0 of 3 tools (0 rows)", nil, []string{"read_note", "append_note", "manage_notes"}},
+	} {
+		dom := chromiumDOM(t, file, tc.fragment)
+		if !strings.Contains(dom, `data-ready="1"`) {
+			t.Fatalf("#%s: the page's script did not run:\n%s", tc.fragment, dom)
+		}
+		if !strings.Contains(dom, tc.shown) {
+			t.Errorf("#%s: %q not shown; counter: %s", tc.fragment, tc.shown, regexp.MustCompile(`<output[^>]*>[^<]*`).FindString(dom))
+		}
+		for _, opt := range []string{`<option value="read">read</option>`, `<option value="delete">delete</option>`, `<option value="write">write</option>`} {
+			if !strings.Contains(dom, opt) {
+				t.Errorf("#%s: the effect filter lacks %s", tc.fragment, opt)
+			}
+		}
+		for _, name := range tc.visible {
+			if toolHidden(t, dom, name) {
+				t.Errorf("#%s: %s hidden, want shown", tc.fragment, name)
+			}
+		}
+		for _, name := range tc.hidden {
+			if !toolHidden(t, dom, name) {
+				t.Errorf("#%s: %s shown, want hidden", tc.fragment, name)
+			}
+		}
+	}
+}
+
+// toolHidden reports whether the tool's tbody is hidden in dom.
+func toolHidden(t *testing.T, dom, name string) bool {
+	t.Helper()
+	tag := regexp.MustCompile(`<tbody class="tool" data-name="` + regexp.QuoteMeta(name) + `"[^>]*>`).FindString(dom)
+	if tag == "" {
+		t.Fatalf("no tbody for %s", name)
+	}
+	return strings.Contains(tag, "hidden")
+}
+
+// chromiumDOM opens file in headless Chromium (Debian's /usr/bin/chromium)
+// with the URL fragment and returns the DOM after the page's script ran.
+func chromiumDOM(t *testing.T, file, fragment string) string {
+	t.Helper()
+	bin := "/usr/bin/chromium"
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("Chromium is required to check the HTML page: %v (apt-get install -y chromium; .ci/run does it)", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	url := "file://" + file
+	if fragment != "" {
+		url += "#" + fragment
+	}
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir="+t.TempDir(), "--dump-dom", url)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, stderr.String())
+	}
+	return string(out)
+}
