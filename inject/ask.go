@@ -38,6 +38,17 @@ func (k questionKind) method() string {
 	return "sampling/createMessage"
 }
 
+// answer names what answers a question of kind k, after "an" or "a".
+func (k questionKind) answer() string {
+	switch k {
+	case kindElicit:
+		return "an elicitation"
+	case kindRoots:
+		return "a roots"
+	}
+	return "a sampling"
+}
+
 func (k questionKind) String() string {
 	return map[questionKind]string{kindElicit: "an elicitation", kindSample: "a sampling request",
 		kindSampleWithTools: "a sampling request with tools", kindRoots: "a roots request"}[k]
@@ -94,30 +105,18 @@ func (a *asker) ask(ctx context.Context, q *question) (json.RawMessage, error) {
 // was given, and return its error unchanged.
 func Elicit[T any](ctx context.Context, message string) (Elicited[T], error) {
 	var zero Elicited[T]
-	a, err := askerFrom(ctx)
-	if err != nil {
-		return zero, err
-	}
 	schema, resolved, err := formSchema(reflect.TypeFor[T]())
 	if err != nil {
 		return zero, err
 	}
-	q, err := newQuestion(kindElicit, &mcp.ElicitParams{Mode: "form", Message: message, RequestedSchema: schema}, resolved)
+	r, err := askFor[mcp.ElicitResult](ctx, kindElicit, &mcp.ElicitParams{Mode: "form", Message: message, RequestedSchema: schema}, resolved)
 	if err != nil {
-		return zero, err
-	}
-	raw, err := a.ask(ctx, q)
-	if err != nil {
-		return zero, err
-	}
-	var r mcp.ElicitResult
-	if err := json.Unmarshal(raw, &r); err != nil {
 		return zero, err
 	}
 	out := Elicited[T]{Action: Action(r.Action)}
 	if out.Action == Accept {
 		if err := remarshal(r.Content, &out.Data); err != nil {
-			return zero, &toolError{fmt.Sprintf("the answer to resolver %q's form does not fit it", a.n.key)}
+			return zero, &toolError{fmt.Sprintf("the answer to the form %q does not fit it", message)}
 		}
 	}
 	return out, nil
@@ -128,26 +127,13 @@ func Elicit[T any](ctx context.Context, message string) (Elicited[T], error) {
 // multiple choice). The accepted content is validated against schema and
 // returned as it came. Call it as [Elicit].
 func ElicitForm(ctx context.Context, message string, schema *jsonschema.Schema) (Elicited[map[string]any], error) {
-	var zero Elicited[map[string]any]
-	a, err := askerFrom(ctx)
-	if err != nil {
-		return zero, err
-	}
 	resolved, err := schema.Resolve(nil)
 	if err != nil {
-		return zero, fmt.Errorf("inject: form schema: %w", err)
+		return Elicited[map[string]any]{}, fmt.Errorf("inject: form schema: %w", err)
 	}
-	q, err := newQuestion(kindElicit, &mcp.ElicitParams{Mode: "form", Message: message, RequestedSchema: schema}, resolved)
+	r, err := askFor[mcp.ElicitResult](ctx, kindElicit, &mcp.ElicitParams{Mode: "form", Message: message, RequestedSchema: schema}, resolved)
 	if err != nil {
-		return zero, err
-	}
-	raw, err := a.ask(ctx, q)
-	if err != nil {
-		return zero, err
-	}
-	var r mcp.ElicitResult
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return zero, err
+		return Elicited[map[string]any]{}, err
 	}
 	return Elicited[map[string]any]{Action: Action(r.Action), Data: r.Content}, nil
 }
@@ -167,54 +153,28 @@ func ClientCapabilities(ctx context.Context) *mcp.ClientCapabilities {
 // Sample asks the client's model for one message. It has no decline arm:
 // the client answers or the call fails.
 func Sample(ctx context.Context, params *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
-	a, err := askerFrom(ctx)
-	if err != nil {
-		return nil, err
-	}
-	q, err := newQuestion(kindSample, params, nil)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := a.ask(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	var r mcp.CreateMessageResult
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, &toolError{fmt.Sprintf("the answer to resolver %q's sampling request is not a message", a.n.key)}
-	}
-	return &r, nil
+	return askFor[mcp.CreateMessageResult](ctx, kindSample, params, nil)
 }
 
 // SampleWithTools asks the client's model for one message, offering it
 // tools; the client must have declared sampling.tools.
 func SampleWithTools(ctx context.Context, params *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
-	a, err := askerFrom(ctx)
-	if err != nil {
-		return nil, err
-	}
-	q, err := newQuestion(kindSampleWithTools, params, nil)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := a.ask(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	var r mcp.CreateMessageWithToolsResult
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, &toolError{fmt.Sprintf("the answer to resolver %q's sampling request is not a message", a.n.key)}
-	}
-	return &r, nil
+	return askFor[mcp.CreateMessageWithToolsResult](ctx, kindSampleWithTools, params, nil)
 }
 
 // ListRoots asks the client for its roots. It has no decline arm.
 func ListRoots(ctx context.Context) (*mcp.ListRootsResult, error) {
+	return askFor[mcp.ListRootsResult](ctx, kindRoots, &mcp.ListRootsParams{}, nil)
+}
+
+// askFor asks the question of the resolver running in ctx and decodes
+// the answer into an R.
+func askFor[R any](ctx context.Context, kind questionKind, params mcp.InputRequest, schema *jsonschema.Resolved) (*R, error) {
 	a, err := askerFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
-	q, err := newQuestion(kindRoots, &mcp.ListRootsParams{}, nil)
+	q, err := newQuestion(kind, params, schema)
 	if err != nil {
 		return nil, err
 	}
@@ -222,9 +182,9 @@ func ListRoots(ctx context.Context) (*mcp.ListRootsResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	var r mcp.ListRootsResult
+	var r R
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, &toolError{fmt.Sprintf("the answer to resolver %q's roots request is not a list of roots", a.n.key)}
+		return nil, &toolError{fmt.Sprintf("the answer to resolver %q's question is not %s answer", a.n.key, kind.answer())}
 	}
 	return &r, nil
 }
