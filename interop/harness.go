@@ -61,16 +61,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/preflightmcp/preflight/internal/npmdeps"
 )
 
 // Eras accepted by [Plan.Era].
@@ -345,7 +345,7 @@ const (
 func RunTS(t testing.TB, plan Plan) Report {
 	t.Helper()
 	dir := tsDir(t)
-	ensureDeps(t, dir)
+	npmdeps.EnsureT(t, dir)
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatalf("interop: node not found (Node.js >= 20 is required): %v", err)
@@ -406,86 +406,4 @@ func tsDir(t testing.TB) string {
 		t.Fatalf("interop: client driver not found: %v", err)
 	}
 	return dir
-}
-
-var (
-	depsOnce sync.Once
-	depsErr  error
-)
-
-// ensureDeps makes node_modules match package.json's pinned versions,
-// running `npm ci` when they do not; once per test binary.
-func ensureDeps(t testing.TB, dir string) {
-	t.Helper()
-	depsOnce.Do(func() { depsErr = installDeps(dir) })
-	if depsErr != nil {
-		t.Fatalf("interop: installing the TypeScript client: %v", depsErr)
-	}
-}
-
-func installDeps(dir string) error {
-	if depsMismatch(dir) == "" {
-		return nil
-	}
-	// Several test binaries may get here at once (go test ./...); npm ci
-	// removes node_modules first, so serialize across processes.
-	unlock, err := lockFile(filepath.Join(dir, ".npm-install.lock"))
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	why := depsMismatch(dir)
-	if why == "" {
-		return nil
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		return fmt.Errorf("npm not found (%s): %v", why, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund")
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("npm ci (%s): %v\n%s", why, err, out)
-	}
-	if why := depsMismatch(dir); why != "" {
-		return fmt.Errorf("after npm ci: %s\n%s", why, out)
-	}
-	return nil
-}
-
-// depsMismatch says why node_modules does not hold exactly the versions
-// package.json pins, or "" if it does.
-func depsMismatch(dir string) string {
-	var pkg struct {
-		Dependencies map[string]string `json:"dependencies"`
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
-	if err != nil {
-		return err.Error()
-	}
-	if err := json.Unmarshal(b, &pkg); err != nil {
-		return fmt.Sprintf("package.json: %v", err)
-	}
-	var problems []string
-	for name, want := range pkg.Dependencies {
-		var installed struct {
-			Version string `json:"version"`
-		}
-		b, err := os.ReadFile(filepath.Join(dir, "node_modules", filepath.FromSlash(name), "package.json"))
-		if err == nil {
-			err = json.Unmarshal(b, &installed)
-		}
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			problems = append(problems, name+" is not installed")
-		case err != nil:
-			problems = append(problems, fmt.Sprintf("%s: %v", name, err))
-		case installed.Version != want:
-			problems = append(problems, fmt.Sprintf("%s is %s, want %s", name, installed.Version, want))
-		}
-	}
-	return strings.Join(problems, "; ")
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/preflightmcp/preflight/disclose"
+	"github.com/preflightmcp/preflight/internal/npmdeps"
 )
 
 // TestCrossCheck counts every string the command counts on the shared
@@ -119,49 +119,6 @@ func xcheckDeps(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if why := xcheckMismatch(dir); why != "" {
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			t.Fatalf("npm not found (%s): %v", why, err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci in %s (%s): %v\n%s", dir, why, err, out)
-		}
-		if why := xcheckMismatch(dir); why != "" {
-			t.Fatalf("after npm ci: %s", why)
-		}
-	}
+	npmdeps.EnsureT(t, dir)
 	return dir
-}
-
-// xcheckMismatch says why node_modules does not hold the versions
-// package.json pins, or "" if it does.
-func xcheckMismatch(dir string) string {
-	var pkg struct {
-		Dependencies map[string]string `json:"dependencies"`
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
-	if err != nil {
-		return err.Error()
-	}
-	if err := json.Unmarshal(b, &pkg); err != nil {
-		return err.Error()
-	}
-	for name, want := range pkg.Dependencies {
-		b, err := os.ReadFile(filepath.Join(dir, "node_modules", name, "package.json"))
-		if err != nil {
-			return fmt.Sprintf("%s is not installed", name)
-		}
-		var got struct {
-			Version string `json:"version"`
-		}
-		if json.Unmarshal(b, &got) != nil || got.Version != want {
-			return fmt.Sprintf("%s is %s, want %s", name, got.Version, want)
-		}
-	}
-	return ""
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"net/http/httptest"
 	"os"
@@ -23,6 +22,7 @@ import (
 	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/examples/folders/foldertool"
 	"github.com/preflightmcp/preflight/inject"
+	"github.com/preflightmcp/preflight/internal/npmdeps"
 	"github.com/preflightmcp/preflight/lint"
 )
 
@@ -772,9 +772,6 @@ func binOf(t *testing.T, dir, pkg string) string {
 	return filepath.Join(pdir, many[slices.Sorted(maps.Keys(many))[0]])
 }
 
-var npmOnce sync.Once
-var npmErr error
-
 // npmDeps installs lint/testdata's pinned packages with npm ci unless
 // node_modules already matches the lock file, and returns the directory.
 func npmDeps(t *testing.T) string {
@@ -783,46 +780,6 @@ func npmDeps(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	npmOnce.Do(func() {
-		lock, err := os.ReadFile(filepath.Join(dir, "package-lock.json"))
-		if err != nil {
-			npmErr = err
-			return
-		}
-		installed, _ := os.ReadFile(filepath.Join(dir, "node_modules", ".package-lock.json"))
-		if len(installed) > 0 && sameDeps(lock, installed) {
-			return
-		}
-		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			npmErr = fmt.Errorf("npm ci in %s: %v\n%s", dir, err, out)
-		}
-	})
-	if npmErr != nil {
-		t.Fatal(npmErr)
-	}
+	npmdeps.EnsureT(t, dir)
 	return dir
-}
-
-// sameDeps reports whether node_modules/.package-lock.json lists the same
-// package versions as package-lock.json.
-func sameDeps(lock, installed []byte) bool {
-	var a, b struct {
-		Packages map[string]struct {
-			Version string `json:"version"`
-		} `json:"packages"`
-	}
-	if json.Unmarshal(lock, &a) != nil || json.Unmarshal(installed, &b) != nil {
-		return false
-	}
-	for path, p := range a.Packages {
-		if path == "" {
-			continue
-		}
-		if b.Packages[path].Version != p.Version {
-			return false
-		}
-	}
-	return true
 }
