@@ -3,17 +3,14 @@ package disclose_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.uber.org/goleak"
 
 	"github.com/preflightmcp/preflight/disclose"
 	"github.com/preflightmcp/preflight/disclose/internal/redistest"
@@ -21,17 +18,7 @@ import (
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	redistest.Stop()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { redistest.Main(m) }
 
 // eras are the two protocol eras every wire test runs in.
 var eras = []string{"2025-11-25", "2026-07-28"}

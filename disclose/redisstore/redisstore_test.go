@@ -3,17 +3,14 @@ package redisstore_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/preflightmcp/preflight/disclose"
 	"github.com/preflightmcp/preflight/disclose/internal/redistest"
@@ -22,17 +19,7 @@ import (
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	redistest.Stop()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { redistest.Main(m) }
 
 func client(t *testing.T) *redis.Client {
 	t.Helper()

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"go.uber.org/goleak"
 	"io"
 	"net"
 	"os"
@@ -122,6 +123,21 @@ func start(path string) error {
 
 // Stop stops the redis-server that [Addr] started, if any, and waits for
 // it to exit. Call it from TestMain after m.Run.
+// Main runs a test binary's tests, stops the Redis server they may have
+// started, and fails the run if any goroutine outlived the tests. Call it
+// from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	Stop()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
 func Stop() {
 	mu.Lock()
 	defer mu.Unlock()
