@@ -35,8 +35,14 @@ func benchArgs() map[string]any { return map[string]any{"path": "a.txt", "action
 const benchGetFile = "get_file"
 
 // benchNoop is the name of a tool that does nothing, with manage_files'
-// input schema, so that a call validates the same arguments as a resolve.
+// input schema, added with mcp.AddTool: a call decodes and validates the
+// same arguments as a resolve, as a typed Go tool does.
 const benchNoop = "noop"
+
+// benchNoopRaw is the name of a tool that does nothing at all, added with
+// mcp.Server.AddTool: the SDK hands it the raw arguments and validates
+// nothing, the cheapest tools/call there is.
+const benchNoopRaw = "noop_raw"
 
 // benchFileResolver is the function resolver of get_file.
 var benchFileResolver = resolve.ResolverFunc(func(_ context.Context, c *resolve.Call) (*resolve.Resolution, error) {
@@ -68,7 +74,8 @@ func benchGetFileTool() *mcp.Tool {
 }
 
 // newBenchServer returns a server with manage_files (table), get_file
-// (function) and noop (not resolvable, same schema as manage_files).
+// (function), and noop and noop_raw (not resolvable, same schema as
+// manage_files).
 func newBenchServer(tb testing.TB) *mcp.Server {
 	s, _ := newBenchResolveServer(tb)
 	return s
@@ -96,6 +103,10 @@ func newBenchResolveServer(tb testing.TB) (*mcp.Server, *resolve.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: benchNoop, Description: "does nothing", InputSchema: filetool.Tool().InputSchema},
 		func(context.Context, *mcp.CallToolRequest, filetool.Args) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
+		})
+	s.AddTool(&mcp.Tool{Name: benchNoopRaw, Description: "does nothing at all", InputSchema: filetool.Tool().InputSchema},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
 		})
 	return s, rs
 }
@@ -151,6 +162,8 @@ func BenchmarkResolveFunc(b *testing.B) {
 //
 //   - op=call: tools/call of noop (arguments still raw JSON, as the SDK
 //     hands them to the tool handler, which decodes and validates them);
+//   - op=call-raw: tools/call of noop_raw (arguments left raw, nothing
+//     validated);
 //   - op=resolve: tools/resolve of manage_files (table; arguments already
 //     decoded, validated against the schema by resolve);
 //   - op=resolve-func: tools/resolve of get_file (function resolver; in a
@@ -199,6 +212,8 @@ func BenchmarkServerDispatch(b *testing.B) {
 		}{
 			{"call", "tools/call", &mcp.CallToolRequest{Session: ss, Params: &mcp.CallToolParamsRaw{
 				Meta: meta, Name: benchNoop, Arguments: json.RawMessage(`{"path":"a.txt","action":"read"}`)}}},
+			{"call-raw", "tools/call", &mcp.CallToolRequest{Session: ss, Params: &mcp.CallToolParamsRaw{
+				Meta: meta, Name: benchNoopRaw, Arguments: json.RawMessage(`{"path":"a.txt","action":"read"}`)}}},
 			{"resolve", preflight.MethodResolve, resolveReq(filetool.Name, benchArgs())},
 			{"resolve-func", preflight.MethodResolve, resolveReq(benchGetFile, map[string]any{"path": "public/readme.md"})},
 		}
@@ -234,30 +249,61 @@ type benchOp struct {
 	run  func(ctx context.Context, b *testing.B, cs *mcp.ClientSession)
 }
 
-// benchOps are the operations of the round-trip benchmarks, each checked
-// for the answer it must get. The resolve and the call carry the same
-// arguments and validate them against the same schema.
-func benchOps(listed *mcp.Tool) []benchOp {
-	return []benchOp{
-		{"call", func(ctx context.Context, b *testing.B, cs *mcp.ClientSession) {
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: benchNoop, Arguments: benchArgs()})
+// benchOpSet holds the operations of the round-trip benchmarks.
+type benchOpSet struct {
+	call, callRaw, resolve, preflight benchOp
+}
+
+// benchOps returns the operations of the round-trip benchmarks, each
+// checked for the answer it must get; listed is manage_files as listed
+// (used by preflight only). The resolve and the calls carry the same
+// arguments; the resolve and the typed call validate them against the
+// same schema.
+func benchOps(listed *mcp.Tool) benchOpSet {
+	callTool := func(name string) func(ctx context.Context, b *testing.B, cs *mcp.ClientSession) {
+		return func(ctx context.Context, b *testing.B, cs *mcp.ClientSession) {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: benchArgs()})
 			if err != nil || res.IsError {
-				b.Fatalf("call: %+v, %v", res, err)
+				b.Fatalf("call %s: %+v, %v", name, res, err)
 			}
-		}},
-		{"resolve", func(ctx context.Context, b *testing.B, cs *mcp.ClientSession) {
+		}
+	}
+	return benchOpSet{
+		call:    benchOp{"call", callTool(benchNoop)},
+		callRaw: benchOp{"call-raw", callTool(benchNoopRaw)},
+		resolve: benchOp{"resolve", func(ctx context.Context, b *testing.B, cs *mcp.ClientSession) {
 			res, err := resolve.Resolve(ctx, cs, filetool.Name, benchArgs())
 			if err != nil || res.SeedShape() || res.Annotations == nil || !res.Annotations.ReadOnlyHint {
 				b.Fatalf("resolve: %+v, %v", res, err)
 			}
 		}},
-		{"preflight", func(ctx context.Context, b *testing.B, cs *mcp.ClientSession) {
+		preflight: benchOp{"preflight", func(ctx context.Context, b *testing.B, cs *mcp.ClientSession) {
 			d, err := resolve.Preflight(ctx, cs, listed, benchArgs(), nil)
 			if err != nil || !d.Resolved || d.NeedsConfirmation() {
 				b.Fatalf("preflight: %+v, %v", d, err)
 			}
 		}},
 	}
+}
+
+// benchRunOps runs each op as a sub-benchmark of b named
+// era=<era>/op=<name>, then op=paired (call against resolve) and
+// op=paired-raw (call-raw against resolve).
+func benchRunOps(ctx context.Context, b *testing.B, cs *mcp.ClientSession, era string, set benchOpSet, ops ...benchOp) {
+	for _, op := range ops {
+		b.Run("era="+era+"/op="+op.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				op.run(ctx, b, cs)
+			}
+		})
+	}
+	b.Run("era="+era+"/op=paired", func(b *testing.B) {
+		benchPaired(ctx, b, cs, set.call, set.resolve)
+	})
+	b.Run("era="+era+"/op=paired-raw", func(b *testing.B) {
+		benchPaired(ctx, b, cs, set.callRaw, set.resolve)
+	})
 }
 
 // benchConnect connects c to url in the given era over a transport of its
@@ -295,16 +341,20 @@ func benchConnect(b *testing.B, c *mcp.Client, url, era string) (*mcp.ClientSess
 // in every request's _meta) and 2025-11-25 (a session opened by
 // initialize). Within an era every operation runs on the same connection:
 //
-//   - op=call: a no-op tools/call;
+//   - op=call: a no-op tools/call of a typed tool (noop: the SDK decodes
+//     and validates its arguments, as for any tool added with mcp.AddTool);
+//   - op=call-raw: a no-op tools/call of a raw tool (noop_raw: nothing
+//     decoded, nothing validated);
 //   - op=resolve: tools/resolve of manage_files (resolve.Resolve), the
 //     extension shape;
 //   - op=preflight: resolve.Preflight, the resolve plus the client's
 //     checks and policy evaluation;
-//   - op=paired: a call and a resolve in every iteration, in alternating
-//     order, each timed on its own; it reports call-ns/op, resolve-ns/op
-//     and their ratio resolve/call. Both operations see the same machine
-//     at the same moment, so the ratio holds up on a loaded machine, where
-//     separate sub-benchmarks may each catch a different load;
+//   - op=paired, op=paired-raw: a call (typed, raw) and a resolve in every
+//     iteration, in alternating order, each timed on its own; they report
+//     call-ns/op, resolve-ns/op and their ratio resolve/call. Both
+//     operations see the same machine at the same moment, so the ratio
+//     holds up on a loaded machine, where separate sub-benchmarks may each
+//     catch a different load;
 //   - op=resolve-seed: tools/resolve from a client that does not declare
 //     the extension, answered in the seed shape (the complete tool); this
 //     one runs on a connection of its own.
@@ -323,18 +373,8 @@ func BenchmarkRoundTrip(b *testing.B) {
 		if !preflight.IsResolvable(listed) {
 			b.Fatalf("%s: manage_files lacks the extension marker", era)
 		}
-		ops := benchOps(listed)
-		for _, op := range ops {
-			b.Run("era="+era+"/op="+op.name, func(b *testing.B) {
-				b.ReportAllocs()
-				for b.Loop() {
-					op.run(ctx, b, cs)
-				}
-			})
-		}
-		b.Run("era="+era+"/op=paired", func(b *testing.B) {
-			benchPaired(ctx, b, cs, ops[0], ops[1])
-		})
+		set := benchOps(listed)
+		benchRunOps(ctx, b, cs, era, set, set.call, set.callRaw, set.resolve, set.preflight)
 		seedClient := mcp.NewClient(impl, nil)
 		if err := resolve.EnableClient(seedClient); err != nil {
 			b.Fatal(err)
@@ -352,11 +392,11 @@ func BenchmarkRoundTrip(b *testing.B) {
 	}
 }
 
-// BenchmarkInMemory is BenchmarkRoundTrip's op=call, op=resolve and
-// op=paired over
-// the SDK's in-memory transport (a net.Pipe, newline-delimited JSON, as
-// stdio): JSON-RPC encoding and decoding on both sides, no HTTP. Under
-// 2026-07-28 the SDK keeps one connection and sends _meta per request.
+// BenchmarkInMemory is BenchmarkRoundTrip's op=call, op=call-raw,
+// op=resolve and the paired ratios over the SDK's in-memory transport (a
+// net.Pipe, newline-delimited JSON, as stdio): JSON-RPC encoding and
+// decoding on both sides, no HTTP. Under 2026-07-28 the SDK keeps one
+// connection and sends _meta per request.
 func BenchmarkInMemory(b *testing.B) {
 	ctx := context.Background()
 	impl := &mcp.Implementation{Name: "bench", Version: "v1"}
@@ -374,18 +414,8 @@ func BenchmarkInMemory(b *testing.B) {
 		if got := cs.InitializeResult().ProtocolVersion; got != era {
 			b.Fatalf("negotiated %s, want %s", got, era)
 		}
-		ops := benchOps(nil)[:2]
-		for _, op := range ops {
-			b.Run("era="+era+"/op="+op.name, func(b *testing.B) {
-				b.ReportAllocs()
-				for b.Loop() {
-					op.run(ctx, b, cs)
-				}
-			})
-		}
-		b.Run("era="+era+"/op=paired", func(b *testing.B) {
-			benchPaired(ctx, b, cs, ops[0], ops[1])
-		})
+		set := benchOps(nil)
+		benchRunOps(ctx, b, cs, era, set, set.call, set.callRaw, set.resolve)
 		cs.Close()
 		ss.Wait()
 	}
