@@ -178,6 +178,8 @@ func Preflight(ctx context.Context, cs *mcp.ClientSession, tool *mcp.Tool, args 
 	d.Result = res
 	if err == nil {
 		err = d.accept(tool, res, &in)
+	} else if undecodable(err) {
+		err = fmt.Errorf("%w: %w", errBadResult, err)
 	}
 	if err == nil {
 		decide()
@@ -206,9 +208,10 @@ var errBadResult = errors.New("unusable tools/resolve result")
 // accept checks res and records it in d and in.
 func (d *Decision) accept(tool *mcp.Tool, res *preflight.ResolveResult, in *policy.Input) error {
 	var (
-		name string
-		ann  preflight.Annotations
-		meta map[string]any
+		name, shape string
+		ann         preflight.Annotations
+		meta        map[string]any
+		schemes     []preflight.SecurityScheme
 	)
 	switch {
 	case res == nil:
@@ -218,19 +221,17 @@ func (d *Decision) accept(tool *mcp.Tool, res *preflight.ResolveResult, in *poli
 			return fmt.Errorf("%w: empty tool", errBadResult)
 		}
 		name, ann, meta = res.Tool.Name, preflight.AnnotationsOf(res.Tool.Annotations), res.Tool.Meta
-		d.Shape, d.SecuritySchemes = "seed", res.Tool.SecuritySchemes
+		shape, schemes = "seed", res.Tool.SecuritySchemes
 	default:
 		if res.ResultType != preflight.ResultTypeComplete || res.Annotations == nil {
 			return fmt.Errorf("%w: neither a tool (seed shape) nor resultType %q with annotations (extension shape)", errBadResult, preflight.ResultTypeComplete)
 		}
 		name, ann, meta = res.Name, *res.Annotations, res.Meta
-		d.Shape = "extension"
+		shape = "extension"
 		if v, ok := meta[preflight.MetaSecuritySchemes]; ok {
-			var s []preflight.SecurityScheme
-			if err := remarshal(v, &s); err != nil {
+			if err := remarshal(v, &schemes); err != nil {
 				return fmt.Errorf("%w: %s: %v", errBadResult, preflight.MetaSecuritySchemes, err)
 			}
-			d.SecuritySchemes = s
 		}
 	}
 	if name != tool.Name {
@@ -243,9 +244,18 @@ func (d *Decision) accept(tool *mcp.Tool, res *preflight.ResolveResult, in *poli
 	if err != nil {
 		return fmt.Errorf("%w: %v", errBadResult, err)
 	}
+	// Only a result that passed every check reaches the decision.
 	in.Resolved, in.ResolvedHints = &ann, h
-	d.Resolved, d.Meta = true, meta
+	d.Resolved, d.Meta, d.Shape, d.SecuritySchemes = true, meta, shape, schemes
 	return nil
+}
+
+// undecodable reports whether err says the result was not a
+// tools/resolve result at all (JSON of another shape).
+func undecodable(err error) bool {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	return errors.As(err, &te) || errors.As(err, &se)
 }
 
 // copyArguments returns a deep copy of args, as it will travel.

@@ -235,6 +235,12 @@ func negotiatedBy(caps *mcp.ClientCapabilities) negotiation {
 }
 
 func (rs *Server) handle(ctx context.Context, ss *mcp.ServerSession, p *preflight.ResolveParams) (*preflight.ResolveResult, error) {
+	if p == nil {
+		// Null or missing params (legacy sessions let them through).
+		// Checked first: the SDK's request accessors cannot take nil
+		// params of a type that embeds ParamsBase.
+		return nil, invalidParams(`tools/resolve: missing params: send {"name": TOOL, "arguments": {...}}`)
+	}
 	req := &mcp.ServerRequest[*preflight.ResolveParams]{Session: ss, Params: p}
 	neg := negotiatedBy(req.ClientCapabilities())
 	if neg == negotiatedUnsupported {

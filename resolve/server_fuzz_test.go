@@ -50,22 +50,28 @@ func fuzzServer(tb testing.TB) *mcp.Server {
 	return s
 }
 
-// fuzzBodyFor returns the JSON-RPC request carrying params, and the
-// request _meta spliced in (last, so that it wins) when stateless and
-// params is a JSON object.
-func fuzzBodyFor(params []byte, stateless bool) []byte {
-	if stateless {
-		p := bytes.TrimSpace(params)
-		if json.Valid(p) && len(p) > 0 && p[0] == '{' {
-			meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
-				`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tool-resolution":{}}},` +
-				`"io.modelcontextprotocol/clientInfo":{"name":"fuzz","version":"0"}}`
-			inner := bytes.TrimSpace(p[1 : len(p)-1])
-			if len(inner) == 0 {
-				params = []byte("{" + meta + "}")
-			} else {
-				params = append(append(append([]byte("{"), inner...), ','), meta+"}"...)
-			}
+// fuzzCaps are the client capabilities of a peer that declares the
+// extension, and of one that does not.
+func fuzzCaps(extension bool) string {
+	if extension {
+		return `{"extensions":{"io.modelcontextprotocol/tool-resolution":{}}}`
+	}
+	return `{}`
+}
+
+// fuzzBodyFor returns the JSON-RPC request carrying params for peer p,
+// with the request _meta spliced in (last, so that it wins) when p is
+// stateless and params is a JSON object.
+func fuzzBodyFor(params []byte, p *fuzzPeer) []byte {
+	obj := bytes.TrimSpace(params)
+	if p.stateless && json.Valid(obj) && len(obj) > 0 && obj[0] == '{' {
+		meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+			`"io.modelcontextprotocol/clientCapabilities":` + fuzzCaps(p.extension) + `,` +
+			`"io.modelcontextprotocol/clientInfo":{"name":"fuzz","version":"0"}}`
+		if inner := bytes.TrimSpace(obj[1 : len(obj)-1]); len(inner) == 0 {
+			params = []byte("{" + meta + "}")
+		} else {
+			params = append(append(append([]byte("{"), inner...), ','), meta+"}"...)
 		}
 	}
 	return append(append([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/resolve","params":`), params...), '}')
@@ -73,10 +79,11 @@ func fuzzBodyFor(params []byte, stateless bool) []byte {
 
 // fuzzPeer posts raw tools/resolve requests in one era over one HTTP
 // client: 2026-07-28 with the headers that era requires, or 2025-11-25 in
-// one session opened once.
+// one session opened once; declaring the extension or not.
 type fuzzPeer struct {
 	url       string
 	stateless bool
+	extension bool
 	session   string
 	client    *http.Client
 }
@@ -134,7 +141,7 @@ func fuzzEventData(stream []byte) []byte {
 func (p *fuzzPeer) initialize(t testing.TB) {
 	t.Helper()
 	status, raw := p.post(t, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",`+
-		`"capabilities":{"extensions":{"io.modelcontextprotocol/tool-resolution":{}}},"clientInfo":{"name":"fuzz","version":"0"}}}`))
+		`"capabilities":`+fuzzCaps(p.extension)+`,"clientInfo":{"name":"fuzz","version":"0"}}}`))
 	if status != http.StatusOK || p.session == "" {
 		t.Fatalf("initialize: HTTP %d, session %q: %s", status, p.session, raw)
 	}
@@ -172,30 +179,32 @@ var fuzzCodes = map[int64]bool{
 var fuzzTransportCodes = map[int64]bool{-32020: true, -32022: true}
 
 // FuzzResolveParams posts arbitrary tools/resolve params, in both protocol
-// eras, to a server with manage_files (table), get_file (function) and
+// eras and both shapes, to a server with manage_files (table), get_file (function) and
 // tools whose resolvers fail, panic or exceed their bounds, through
 // endpoint.NewHandler over loopback HTTP. Invariants: no HTTP 5xx; a
 // request that is JSON gets a JSON-RPC response, which is either a result
 // in one of the two shapes or an error with one of fuzzCodes; and the
 // server answers a valid request afterwards, in the same session.
 //
-// era 0 is 2026-07-28 (the request _meta is spliced into object params);
-// any other value is 2025-11-25 (params sent as they are).
+// mode selects the peer: bit 0 clear is 2026-07-28 (the request _meta is
+// spliced into object params), set is 2025-11-25 (params sent as they
+// are, in one session); bit 1 clear declares the extension (its shape),
+// set does not (the seed's shape).
 func FuzzResolveParams(f *testing.F) {
 	s := fuzzServer(f)
 	hs := httptest.NewServer(endpoint.NewHandler(s, nil))
 	f.Cleanup(hs.Close)
-	peers := map[bool]*fuzzPeer{}
-	for _, stateless := range []bool{true, false} {
+	var peers [4]*fuzzPeer
+	for mode := range peers {
 		// A reply slower than this is a failure too: a request that stalls
 		// the server is a denial of service.
 		client := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
-		p := &fuzzPeer{url: hs.URL, stateless: stateless, client: client}
-		if !stateless {
+		p := &fuzzPeer{url: hs.URL, stateless: mode&1 == 0, extension: mode&2 == 0, client: client}
+		if !p.stateless {
 			p.initialize(f)
 		}
 		f.Cleanup(p.close)
-		peers[stateless] = p
+		peers[mode] = p
 	}
 
 	for _, params := range []string{
@@ -229,40 +238,40 @@ func FuzzResolveParams(f *testing.F) {
 		``,
 		`null`,
 	} {
-		f.Add([]byte(params), uint8(0))
-		f.Add([]byte(params), uint8(1))
+		for mode := range uint8(len(peers)) {
+			f.Add([]byte(params), mode)
+		}
 	}
 
 	valid := []byte(`{"name":"manage_files","arguments":{"path":"a.txt","action":"read"}}`)
-	f.Fuzz(func(t *testing.T, params []byte, era uint8) {
-		stateless := era == 0
-		p := peers[stateless]
-		body := fuzzBodyFor(params, stateless)
+	f.Fuzz(func(t *testing.T, params []byte, mode uint8) {
+		p := peers[mode%uint8(len(peers))]
+		body := fuzzBodyFor(params, p)
 		// What the server will see: params are raw bytes, so they may add
 		// members to the request (a second "params", an "id", a "method").
 		msg, decodeErr := jsonrpc.DecodeMessage(body)
 		req, isRequest := msg.(*jsonrpc.Request)
 		resolveCall := decodeErr == nil && isRequest && req.Method == preflight.MethodResolve && req.IsCall()
-		if resolveCall && !stateless && (req.Params == nil || string(bytes.TrimSpace(req.Params)) == "null") {
-			// Known bug, reported: in a legacy session, tools/resolve with
-			// null or missing params reaches resolve's handler with nil
-			// params, and the SDK's ServerRequest.ClientCapabilities
-			// dereferences them: the panic ends the whole server process.
-			t.Skip("known crash: tools/resolve with null or missing params in a 2025-11-25 session")
-		}
 		status, raw := p.post(t, body)
 		var err error
 		switch {
 		case decodeErr != nil || resolveCall:
-			err = checkResolveReply(status, raw, decodeErr == nil, params)
+			// The shape follows the peer's capabilities, unless the params
+			// bring their own _meta (which may carry capabilities).
+			shape := "any"
+			var members map[string]json.RawMessage
+			if resolveCall && json.Unmarshal(req.Params, &members) == nil && members["_meta"] == nil {
+				shape = map[bool]string{true: "extension", false: "seed"}[p.extension]
+			}
+			err = checkResolveReply(status, raw, decodeErr == nil, params, shape)
 		case status >= 500:
 			err = fmt.Errorf("HTTP %d: %s", status, raw)
 		}
 		if err != nil {
-			t.Errorf("era stateless=%v, params %q:\n%v", stateless, params, err)
+			t.Errorf("stateless %v, extension %v, params %q:\n%v", p.stateless, p.extension, params, err)
 		}
 		// The server keeps serving, in the same session.
-		status, raw = p.post(t, fuzzBodyFor(valid, stateless))
+		status, raw = p.post(t, fuzzBodyFor(valid, p))
 		var r wiretest.Response
 		if json.Unmarshal(raw, &r) != nil || r.Error != nil || r.Result == nil {
 			t.Fatalf("after params %q: a valid tools/resolve got HTTP %d %s", params, status, raw)
@@ -271,8 +280,9 @@ func FuzzResolveParams(f *testing.F) {
 }
 
 // checkResolveReply checks one reply to a tools/resolve request, or to a
-// body that is not a JSON-RPC message (decodable false).
-func checkResolveReply(status int, raw []byte, decodable bool, params []byte) error {
+// body that is not a JSON-RPC message (decodable false). A result must be
+// in the given shape: "extension", "seed" or "any".
+func checkResolveReply(status int, raw []byte, decodable bool, params []byte, shape string) error {
 	if status >= 500 {
 		return fmt.Errorf("HTTP %d: %s", status, raw)
 	}
@@ -305,6 +315,9 @@ func checkResolveReply(status int, raw []byte, decodable bool, params []byte) er
 	var res preflight.ResolveResult
 	if b, err := json.Marshal(r.Result); err != nil || json.Unmarshal(b, &res) != nil {
 		return fmt.Errorf("result does not decode as a ResolveResult: %s", raw)
+	}
+	if got := map[bool]string{true: "seed", false: "extension"}[res.SeedShape()]; shape != "any" && got != shape {
+		return fmt.Errorf("result in the %s shape, negotiated the %s shape: %s", got, shape, raw)
 	}
 	name := res.Name
 	if res.SeedShape() {

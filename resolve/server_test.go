@@ -298,6 +298,39 @@ func TestBadInputs(t *testing.T) {
 	}
 }
 
+// TestNullParams: tools/resolve with null or missing params is -32602 in
+// both eras, and the server goes on serving.
+func TestNullParams(t *testing.T) {
+	f := newFixture(t)
+	defer f.close()
+	for _, era := range eras {
+		p := era.peer(f.URL, nil)
+		if era.name != "2026-07-28" {
+			p.Initialize(t)
+		}
+		for _, body := range []string{
+			`{"jsonrpc":"2.0","id":90,"method":"tools/resolve","params":null}`,
+			`{"jsonrpc":"2.0","id":91,"method":"tools/resolve"}`,
+		} {
+			status, r := p.PostRaw(t, []byte(body))
+			if r == nil || r.Error == nil {
+				if era.name == "2026-07-28" && status >= 400 {
+					continue // refused by the SDK before it reaches resolve
+				}
+				t.Errorf("%s %s: HTTP %d, %+v", era.name, body, status, r)
+				continue
+			}
+			if era.name != "2026-07-28" && r.Error.Code != -32602 {
+				t.Errorf("%s %s: %+v, want -32602", era.name, body, r.Error)
+			}
+		}
+		if r := p.Call(t, "tools/resolve", map[string]any{"name": filetool.Name, "arguments": map[string]any{"path": "a", "action": "read"}}); r.Error != nil {
+			t.Errorf("%s: after null params: %+v", era.name, r.Error)
+		}
+		p.Close()
+	}
+}
+
 func TestMalformedJSON(t *testing.T) {
 	f := newFixture(t)
 	defer f.close()
