@@ -2,9 +2,7 @@ package resolve_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,34 +17,13 @@ import (
 	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/examples/files/filetool"
 	"github.com/preflightmcp/preflight/internal/wiretest"
-	"github.com/preflightmcp/preflight/resolve"
 )
 
-// fuzzServer is newBenchServer plus tools that take the error paths: a
-// resolver that fails, one that panics, one whose resolution exceeds its
-// static bounds, and a tool that is not resolvable.
+// fuzzServer is newBenchServer plus the tools that take the error paths
+// (addErrorPathTools).
 func fuzzServer(tb testing.TB) *mcp.Server {
 	s, rs := newBenchResolveServer(tb)
-	type pathOnly struct {
-		Path string `json:"path"`
-	}
-	noop := func(context.Context, *mcp.CallToolRequest, pathOnly) (*mcp.CallToolResult, any, error) {
-		return &mcp.CallToolResult{}, nil, nil
-	}
-	resolve.AddTool(rs, &mcp.Tool{Name: "fails", Description: "resolver errors"}, noop,
-		resolve.ResolverFunc(func(context.Context, *resolve.Call) (*resolve.Resolution, error) {
-			return nil, errors.New("backend unreachable")
-		}))
-	resolve.AddTool(rs, &mcp.Tool{Name: "panics", Description: "resolver panics"}, noop,
-		resolve.ResolverFunc(func(context.Context, *resolve.Call) (*resolve.Resolution, error) {
-			panic("boom")
-		}))
-	resolve.AddTool(rs, &mcp.Tool{Name: "liar", Description: "resolution exceeds its bounds",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, noop,
-		resolve.ResolverFunc(func(context.Context, *resolve.Call) (*resolve.Resolution, error) {
-			return &resolve.Resolution{Annotations: preflight.Annotations{DestructiveHint: true}}, nil
-		}))
-	mcp.AddTool(s, &mcp.Tool{Name: "plain", Description: "not resolvable"}, noop)
+	addErrorPathTools(s, rs)
 	return s
 }
 

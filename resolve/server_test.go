@@ -48,35 +48,34 @@ func newFixture(t *testing.T) *fixture {
 	rs := resolve.NewServer(s, nil)
 	filetool.Add(rs, root)
 
-	noop := func(context.Context, *mcp.CallToolRequest, pathArgs) (*mcp.CallToolResult, any, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
-	}
-	// fails: the resolver returns an error.
-	resolve.AddTool(rs, &mcp.Tool{Name: "fails", Description: "resolver errors"}, noop,
-		resolve.ResolverFunc(func(context.Context, *resolve.Call) (*resolve.Resolution, error) {
-			return nil, errors.New("backend unreachable")
-		}))
-	// panics: the resolver panics.
-	resolve.AddTool(rs, &mcp.Tool{Name: "panics", Description: "resolver panics"}, noop,
-		resolve.ResolverFunc(func(context.Context, *resolve.Call) (*resolve.Resolution, error) {
-			panic("boom")
-		}))
-	// liar: static read-only, resolves to a write: must be withheld.
-	resolve.AddTool(rs, &mcp.Tool{Name: "liar", Description: "resolution exceeds its bounds",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, noop,
-		resolve.ResolverFunc(func(context.Context, *resolve.Call) (*resolve.Resolution, error) {
-			return &resolve.Resolution{Annotations: preflight.Annotations{DestructiveHint: true}}, nil
-		}))
-	// muddled: the resolution's hints contradict its annotations.
-	resolve.AddTool(rs, &mcp.Tool{Name: "muddled", Description: "hints contradict annotations"}, noop,
-		resolve.ResolverFunc(func(context.Context, *resolve.Call) (*resolve.Resolution, error) {
-			return &resolve.Resolution{Annotations: preflight.Annotations{DestructiveHint: true}, Hints: hints.Hints{Effect: hints.EffectRead}}, nil
-		}))
-	// plain: a tool that is not resolvable.
-	mcp.AddTool(s, &mcp.Tool{Name: "plain", Description: "not resolvable"}, noop)
+	addErrorPathTools(s, rs)
 
 	hs := httptest.NewServer(endpoint.NewHandler(s, nil))
 	return &fixture{URL: hs.URL, server: s, close: hs.Close}
+}
+
+// addErrorPathTools adds tools that take the error paths of tools/resolve:
+// a resolver that fails, one that panics, one whose resolution exceeds its
+// static bounds, one whose hints contradict its annotations, and a tool
+// that is not resolvable.
+func addErrorPathTools(s *mcp.Server, rs *resolve.Server) {
+	noop := func(context.Context, *mcp.CallToolRequest, pathArgs) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
+	}
+	resolver := func(r *resolve.Resolution, err error) resolve.Resolver {
+		return resolve.ResolverFunc(func(context.Context, *resolve.Call) (*resolve.Resolution, error) { return r, err })
+	}
+	resolve.AddTool(rs, &mcp.Tool{Name: "fails", Description: "resolver errors"}, noop,
+		resolver(nil, errors.New("backend unreachable")))
+	resolve.AddTool(rs, &mcp.Tool{Name: "panics", Description: "resolver panics"}, noop,
+		resolve.ResolverFunc(func(context.Context, *resolve.Call) (*resolve.Resolution, error) { panic("boom") }))
+	// liar: static read-only, resolves to a write: must be withheld.
+	resolve.AddTool(rs, &mcp.Tool{Name: "liar", Description: "resolution exceeds its bounds",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, noop,
+		resolver(&resolve.Resolution{Annotations: preflight.Annotations{DestructiveHint: true}}, nil))
+	resolve.AddTool(rs, &mcp.Tool{Name: "muddled", Description: "hints contradict annotations"}, noop,
+		resolver(&resolve.Resolution{Annotations: preflight.Annotations{DestructiveHint: true}, Hints: hints.Hints{Effect: hints.EffectRead}}, nil))
+	mcp.AddTool(s, &mcp.Tool{Name: "plain", Description: "not resolvable"}, noop)
 }
 
 func find(t *testing.T, list map[string]any, name string) map[string]any {
