@@ -11,11 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
-
-	"github.com/preflightmcp/preflight/disclose/internal/redistest"
-	"github.com/preflightmcp/preflight/disclose/redisstore"
 )
 
 // Benchmarks (figures in docs/disclosure.md):
@@ -76,35 +72,15 @@ func catalogServer(b *testing.B, opts *Options) (*Server, *mcp.ServerSession, *m
 	return ds, ss, cs, inner, names
 }
 
-func redisStore(b *testing.B) Store {
-	client := redis.NewClient(&redis.Options{Addr: redistest.Addr(b)})
-	b.Cleanup(func() { client.Close() })
-	return redisstore.New(client, &redisstore.Options{Prefix: redistest.Prefix(b)})
-}
-
 func BenchmarkCheck(b *testing.B) {
 	done := &mcp.CallToolResult{}
 	next := func(context.Context, string, mcp.Request) (mcp.Result, error) { return done, nil }
-	// The round trip the Redis check pays: one PING.
-	b.Run("redis-ping", func(b *testing.B) {
-		client := redis.NewClient(&redis.Options{Addr: redistest.Addr(b)})
-		defer client.Close()
-		ctx := context.Background()
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := client.Ping(ctx).Err(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	for _, store := range []string{"none", "memory", "redis"} {
+	for _, store := range []string{"none", "memory"} {
 		b.Run(store, func(b *testing.B) {
 			opts := &Options{FetchRate: rate.Inf}
 			switch store {
 			case "memory":
 				opts.Store = NewMemoryStore(nil)
-			case "redis":
-				opts.Store = redisStore(b)
 			}
 			ds, ss, _, inner, names := catalogServer(b, opts)
 			ctx := context.Background()

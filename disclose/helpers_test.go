@@ -11,14 +11,14 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
 
 	"github.com/preflightmcp/preflight/disclose"
-	"github.com/preflightmcp/preflight/disclose/internal/redistest"
 	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
 
-func TestMain(m *testing.M) { redistest.Main(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // eras are the two protocol eras every wire test runs in.
 var eras = []string{"2025-11-25", "2026-07-28"}

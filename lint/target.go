@@ -216,7 +216,7 @@ func ParseTool(raw json.RawMessage) (*Tool, error) {
 
 // ReadCatalog reads a catalog file: a tools/list result ({"tools": [...]},
 // optionally with "server" and "protocolVersion" beside it, as the files in
-// shared/catalogs are), a JSON-RPC response carrying one, or a bare array
+// testdata/catalogs are), a JSON-RPC response carrying one, or a bare array
 // of tools.
 func ReadCatalog(path string) (*Target, error) {
 	data, err := os.ReadFile(path)

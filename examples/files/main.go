@@ -12,7 +12,6 @@
 // (progressive disclosure, seed 004; package disclose):
 //
 //	go run ./examples/files -root DIR -http :8080 -disclose
-//	go run ./examples/files -root DIR -http :8080 -disclose -redis 127.0.0.1:6379   # state shared by replicas
 //	go run ./examples/files -root DIR -disclose -descriptions DESCDIR               # DESCDIR/manage_files.json, reloaded on change
 package main
 
@@ -24,13 +23,10 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/preflightmcp/preflight/disclose"
-	"github.com/preflightmcp/preflight/disclose/redisstore"
 	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/examples/files/filetool"
 	"github.com/preflightmcp/preflight/resolve"
@@ -41,8 +37,6 @@ func main() {
 	addr := flag.String("http", "", "serve streamable HTTP at ADDR/mcp instead of stdio")
 	var d discloseFlags
 	flag.BoolVar(&d.on, "disclose", false, "progressive disclosure: list the tool minimally and require fetching its description from the tool_descriptions resource before calling it")
-	flag.StringVar(&d.redis, "redis", "", "with -disclose: keep authorization state in Redis at ADDR (host:port or a redis:// URL), shared by replicas")
-	flag.StringVar(&d.redisPrefix, "redis-prefix", "", "with -redis: key prefix (default "+redisstore.DefaultPrefix+")")
 	flag.StringVar(&d.descriptions, "descriptions", "", "with -disclose: folder of full descriptions, one TOOL.json per tool, reloaded when a file changes")
 	flag.StringVar(&d.schema, "schema", "object", "with -disclose: how far tools/list simplifies input schemas: object, open, toplevel or full")
 	flag.Parse()
@@ -54,16 +48,16 @@ func main() {
 
 // discloseFlags are the progressive-disclosure flags.
 type discloseFlags struct {
-	on                                       bool
-	redis, redisPrefix, descriptions, schema string
+	on                   bool
+	descriptions, schema string
 }
 
 func run(rootDir, addr string, d discloseFlags) error {
 	if rootDir == "" {
 		return fmt.Errorf("-root is required: the directory manage_files works in")
 	}
-	if !d.on && (d.redis != "" || d.descriptions != "") {
-		return fmt.Errorf("-redis and -descriptions need -disclose")
+	if !d.on && d.descriptions != "" {
+		return fmt.Errorf("-descriptions needs -disclose")
 	}
 	root, err := os.OpenRoot(rootDir)
 	if err != nil {
@@ -97,7 +91,7 @@ func run(rootDir, addr string, d discloseFlags) error {
 }
 
 // options builds the disclosure options from the flags; closeAll releases
-// the Redis client and the folder watcher.
+// the folder watcher.
 func (d discloseFlags) options(logger *slog.Logger) (*disclose.Options, func(), error) {
 	level, ok := disclose.ParseSchemaLevel(d.schema)
 	if !ok {
@@ -109,22 +103,6 @@ func (d discloseFlags) options(logger *slog.Logger) (*disclose.Options, func(), 
 		for _, c := range closers {
 			c()
 		}
-	}
-	if d.redis != "" {
-		ropts := &redis.Options{Addr: d.redis}
-		if strings.Contains(d.redis, "://") {
-			var err error
-			if ropts, err = redis.ParseURL(d.redis); err != nil {
-				return nil, nil, fmt.Errorf("-redis: %w", err)
-			}
-		}
-		client := redis.NewClient(ropts)
-		closers = append(closers, func() { client.Close() })
-		if err := client.Ping(context.Background()).Err(); err != nil {
-			closeAll()
-			return nil, nil, fmt.Errorf("-redis %s: %w", d.redis, err)
-		}
-		opts.Store = redisstore.New(client, &redisstore.Options{Prefix: d.redisPrefix})
 	}
 	if d.descriptions != "" {
 		dir, err := disclose.OpenDir(d.descriptions, &disclose.DirOptions{Logger: logger})

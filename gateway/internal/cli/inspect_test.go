@@ -356,7 +356,7 @@ func TestInspectStdio(t *testing.T) {
 	}
 	bin := filepath.Join(t.TempDir(), "files")
 	build := exec.Command(goTool, "build", "-o", bin, "./examples/files")
-	build.Dir = filepath.Join("..", "..")
+	build.Dir = filepath.Join("..", "..", "..")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./examples/files: %v\n%s", err, out)
 	}

@@ -42,7 +42,7 @@ failed, unreadable catalog).
 
 Examples:
 
-  preflight docs -catalog ../shared/catalogs/github-all.json > SAFETY.md
+  preflight docs -catalog testdata/catalogs/github-all.json > SAFETY.md
   preflight docs -format html -o safety.html -- go run ./examples/files -root DIR
 `
 }

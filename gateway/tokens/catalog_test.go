@@ -12,17 +12,15 @@ import (
 )
 
 // sharedCatalogs returns the directory of the shared tool catalogs:
-// shared/catalogs beside the repository (CI checks the repository out
-// with shared/ beside it).
+// testdata/catalogs at the repository root.
 func sharedCatalogs(t testing.TB) string {
 	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "shared", "catalogs"))
+	dir, err := filepath.Abs(filepath.Join("..", "..", "testdata", "catalogs"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "github-all.json")); err != nil {
-		t.Fatalf("the shared tool catalogs are not at %s (../shared/catalogs from the repository root; "+
-			"CI puts shared/ beside the checkout, do the same to run this test): %v", dir, err)
+		t.Fatalf("the shared tool catalogs are not at %s (testdata/catalogs at the repository root): %v", dir, err)
 	}
 	return dir
 }

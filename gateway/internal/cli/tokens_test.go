@@ -13,22 +13,20 @@ import (
 	"github.com/preflightmcp/preflight/disclose"
 	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/examples/files/filetool"
-	"github.com/preflightmcp/preflight/tokens"
+	"github.com/preflightmcp/preflight/gateway/tokens"
 )
 
 // tokensCatalogFiles returns the shared tool catalogs, in the order a
-// shell expands ../shared/catalogs/*.json: shared/ lies beside the
-// repository (CI checks the repository out with shared/ beside it).
+// shell expands testdata/catalogs/*.json at the repository root.
 func tokensCatalogFiles(t *testing.T) []string {
 	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "..", "shared", "catalogs"))
+	dir, err := filepath.Abs(filepath.Join("..", "..", "..", "testdata", "catalogs"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no shared tool catalogs in %s (../shared/catalogs from the repository root; "+
-			"CI puts shared/ beside the checkout, do the same to run this test): %v", dir, err)
+		t.Fatalf("no shared tool catalogs in %s (testdata/catalogs at the repository root): %v", dir, err)
 	}
 	return files
 }
@@ -58,7 +56,7 @@ func TestTokensHelp(t *testing.T) {
 func TestTokensCatalogs(t *testing.T) {
 	files := tokensCatalogFiles(t)
 	if len(files) != len(tokensCatalogs) {
-		t.Errorf("%d catalogs in shared/catalogs, the test knows %d: update tokensCatalogs, the goldens and docs/tokens.md", len(files), len(tokensCatalogs))
+		t.Errorf("%d catalogs in testdata/catalogs, the test knows %d: update tokensCatalogs, the goldens and docs/tokens.md", len(files), len(tokensCatalogs))
 	}
 
 	code, out, errOut := runMain(t, append([]string{"tokens"}, files...)...)
@@ -91,12 +89,12 @@ func TestTokensCatalogs(t *testing.T) {
 		t.Fatalf("-markdown: exit %d, stderr:\n%s", code, errOut)
 	}
 	golden(t, "tokens-catalogs-markdown.golden", md)
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "tokens.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "tokens.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(doc), md) {
-		t.Errorf("docs/tokens.md does not hold the output of `go run ./cmd/preflight tokens -markdown ../shared/catalogs/*.json` "+
+		t.Errorf("docs/tokens.md does not hold the output of `go run ./gateway/cmd/preflight tokens -markdown testdata/catalogs/*.json` "+
 			"(package disclose or the catalogs changed?); paste it in:\n%s", md)
 	}
 }
@@ -250,7 +248,7 @@ func TestTokensStdio(t *testing.T) {
 	}
 	bin := filepath.Join(t.TempDir(), "files")
 	build := exec.Command(goTool, "build", "-o", bin, "./examples/files")
-	build.Dir = filepath.Join("..", "..")
+	build.Dir = filepath.Join("..", "..", "..")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./examples/files: %v\n%s", err, out)
 	}

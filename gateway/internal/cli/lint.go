@@ -74,7 +74,7 @@ Examples:
 
   preflight lint -url http://127.0.0.1:8080/mcp
   preflight lint -format sarif -severity warning -- go run ./examples/files -root DIR > lint.sarif
-  preflight lint -catalog ../shared/catalogs/github-all.json -config lint.json
+  preflight lint -catalog testdata/catalogs/github-all.json -config lint.json
 `
 }
 
@@ -158,7 +158,7 @@ type targetFlags struct {
 
 func (f *targetFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.url, "url", "", "streamable HTTP endpoint of a running server, such as http://127.0.0.1:8080/mcp")
-	fs.StringVar(&f.catalog, "catalog", "", "a catalog `file`: a tools/list result as JSON ({\"tools\": [...]}, as in shared/catalogs)")
+	fs.StringVar(&f.catalog, "catalog", "", "a catalog `file`: a tools/list result as JSON ({\"tools\": [...]}, as in testdata/catalogs)")
 	fs.StringVar(&f.era, "era", "", "protocol version to ask for: "+preflight.ProtocolStateless+" or "+preflight.ProtocolLegacy+" (default: the newest the server speaks)")
 	fs.Var(&f.headers, "header", "HTTP header `Name: value` sent with every request (repeatable; -url only)")
 	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "give up after this long; 0 waits forever")

@@ -12,11 +12,12 @@ import (
 	"testing"
 
 	"github.com/preflightmcp/preflight/disclose"
-	"github.com/preflightmcp/preflight/disclose/internal/redistest"
+	"github.com/preflightmcp/preflight/gateway/internal/redistest"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
 
-// buildFiles builds examples/files into a temporary directory.
+// buildFiles builds internal/filesd (manage_files, disclosing, with an
+// optional Redis store) into a temporary directory.
 func buildFiles(t *testing.T) string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
@@ -24,21 +25,21 @@ func buildFiles(t *testing.T) string {
 		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
 	out := filepath.Join(t.TempDir(), "files")
-	cmd := exec.Command(goBin, "build", "-o", out, "github.com/preflightmcp/preflight/examples/files")
+	cmd := exec.Command(goBin, "build", "-o", out, "github.com/preflightmcp/preflight/gateway/redisstore/internal/filesd")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build examples/files: %v\n%s", err, b)
+		t.Fatalf("go build filesd: %v\n%s", err, b)
 	}
 	return out
 }
 
 var servingURL = regexp.MustCompile(`msg=serving url=(\S+)`)
 
-// startFiles runs the files example over HTTP with args and returns its
+// startFiles runs filesd over HTTP with args and returns its
 // URL once it says it is serving. The process is interrupted and waited
 // for at cleanup.
 func startFiles(t *testing.T, bin string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"-root", t.TempDir(), "-http", "127.0.0.1:0"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"-root", t.TempDir()}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -77,13 +78,12 @@ func startFiles(t *testing.T, bin string, args ...string) string {
 	return url
 }
 
-// TestTwoProcessesShareRedis: two processes of examples/files with
-// -disclose -redis, one Redis: a description fetched through one
+// TestTwoProcessesShareRedis: two filesd processes with -redis, one Redis: a description fetched through one
 // authorizes 2026-07-28 calls through the other; legacy sessions stay
 // isolated (a session lives in one process).
 func TestTwoProcessesShareRedis(t *testing.T) {
 	bin := buildFiles(t)
-	args := []string{"-disclose", "-redis", redistest.Addr(t), "-redis-prefix", redistest.Prefix(t)}
+	args := []string{"-redis", redistest.Addr(t), "-redis-prefix", redistest.Prefix(t)}
 	a := startFiles(t, bin, args...)
 	b := startFiles(t, bin, args...)
 	readArgs := map[string]any{"name": "manage_files", "arguments": map[string]any{"path": "n.txt", "action": "read"}}
@@ -113,7 +113,7 @@ func TestTwoProcessesShareRedis(t *testing.T) {
 		t.Fatal("a new legacy session on b was not refused")
 	}
 	// Without -redis each process keeps its own state.
-	c := startFiles(t, bin, "-disclose")
+	c := startFiles(t, bin)
 	if !refused(c, "2026-07-28") {
 		t.Fatal("a process with its own memory store saw the shared state")
 	}

@@ -16,7 +16,7 @@ import (
 	"os"
 	"os/signal"
 
-	"github.com/preflightmcp/preflight/internal/cli"
+	"github.com/preflightmcp/preflight/gateway/internal/cli"
 )
 
 func main() {

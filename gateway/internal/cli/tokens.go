@@ -18,7 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/preflightmcp/preflight"
 	"github.com/preflightmcp/preflight/disclose"
-	"github.com/preflightmcp/preflight/tokens"
+	"github.com/preflightmcp/preflight/gateway/tokens"
 )
 
 // The goal progressive disclosure is measured against (issue 4): at
@@ -76,8 +76,8 @@ every catalog of 9 tools or more.
 
 Examples:
 
-  preflight tokens ../shared/catalogs/*.json
-  preflight tokens -tools -k 1,2,10 ../shared/catalogs/server-memory.json
+  preflight tokens testdata/catalogs/*.json
+  preflight tokens -tools -k 1,2,10 testdata/catalogs/server-memory.json
   preflight tokens -url http://127.0.0.1:8080/mcp
   preflight tokens -json -- npx -y @modelcontextprotocol/server-memory
 `
