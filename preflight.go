@@ -42,11 +42,25 @@ const (
 	MetaResultSensitivity    = "mcp.dev/resultSensitivity"
 )
 
-// MetaSecuritySchemes is the key under which a resolution carries
-// argument-specific security schemes (SEP-1488 shape) in the extension
-// shape's result _meta. In the seed shape they are the returned tool's
-// top-level securitySchemes field.
-const MetaSecuritySchemes = "securitySchemes"
+// Extension keys of the extension shape's result _meta. The
+// tool-resolution extension admits in a result's _meta only objects owned
+// by extensions the client declared on the request, so each of these is
+// also an extension identifier: a client declares it in
+// capabilities.extensions with empty settings ({}), and a server sends the
+// key only to a request that declared it.
+const (
+	// MetaPolicyHints carries a resolution's policy hints as one object
+	// with the seed 002 names unprefixed:
+	// {"effect": "read", "idempotent": true, "requiresConfirmation": false,
+	// "resultSensitivity": "public"}. Tool definitions and the seed shape
+	// keep the scalar mcp.dev/ keys above.
+	MetaPolicyHints = "mcp.dev/policy-hints"
+	// MetaSecuritySchemes carries a resolution's authorization
+	// requirements (SEP-1488 shape) as {"securitySchemes": [...]}. In the
+	// seed shape they are the returned tool's top-level securitySchemes
+	// field.
+	MetaSecuritySchemes = "mcp.dev/security-schemes"
+)
 
 // JSON-RPC error codes used by tool resolution.
 const (

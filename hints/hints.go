@@ -113,40 +113,68 @@ func sensitivityNames() []string {
 
 var boolNames = []string{"true", "false"}
 
+// keys names the four hints where they are stored.
+type keys struct{ effect, idempotent, confirmation, sensitivity string }
+
+// metaKeys are the scalar _meta keys of seed 002.
+var metaKeys = keys{preflight.MetaEffect, preflight.MetaIdempotent, preflight.MetaRequiresConfirmation, preflight.MetaResultSensitivity}
+
+// objectKeys are the names inside the policy-hints object.
+var objectKeys = keys{"effect", "idempotent", "requiresConfirmation", "resultSensitivity"}
+
 // Read returns the hints in meta. Keys that are absent stay unset; a key
 // with an invalid value is reported as an [*Error], all of them joined, and
 // the valid ones are still returned.
-func Read(meta map[string]any) (Hints, error) {
+func Read(meta map[string]any) (Hints, error) { return read(meta, metaKeys, "") }
+
+// ReadObject returns the hints in v, the value of
+// _meta["mcp.dev/policy-hints"] in an extension-shape result (see
+// [preflight.MetaPolicyHints]). A nil v (the key was absent) gives no
+// hints and no error; a v that is not an object is an error. Other names
+// in the object are ignored; invalid values are reported as in [Read],
+// with keys such as "mcp.dev/policy-hints.effect".
+func ReadObject(v any) (Hints, error) {
+	if v == nil {
+		return Hints{}, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return Hints{}, fmt.Errorf("%s: %s is not an object", preflight.MetaPolicyHints, describe(v))
+	}
+	return read(m, objectKeys, preflight.MetaPolicyHints+".")
+}
+
+func read(m map[string]any, k keys, prefix string) (Hints, error) {
 	var h Hints
 	var errs []error
-	if v, ok := meta[preflight.MetaEffect]; ok {
+	if v, ok := m[k.effect]; ok {
 		s, isString := v.(string)
 		if e := Effect(s); isString && e.Rank() >= 0 {
 			h.Effect = e
 		} else {
-			errs = append(errs, &Error{preflight.MetaEffect, v, effectNames()})
+			errs = append(errs, &Error{prefix + k.effect, v, effectNames()})
 		}
 	}
-	if v, ok := meta[preflight.MetaIdempotent]; ok {
+	if v, ok := m[k.idempotent]; ok {
 		if b, isBool := v.(bool); isBool {
 			h.Idempotent = &b
 		} else {
-			errs = append(errs, &Error{preflight.MetaIdempotent, v, boolNames})
+			errs = append(errs, &Error{prefix + k.idempotent, v, boolNames})
 		}
 	}
-	if v, ok := meta[preflight.MetaRequiresConfirmation]; ok {
+	if v, ok := m[k.confirmation]; ok {
 		if b, isBool := v.(bool); isBool {
 			h.RequiresConfirmation = &b
 		} else {
-			errs = append(errs, &Error{preflight.MetaRequiresConfirmation, v, boolNames})
+			errs = append(errs, &Error{prefix + k.confirmation, v, boolNames})
 		}
 	}
-	if v, ok := meta[preflight.MetaResultSensitivity]; ok {
+	if v, ok := m[k.sensitivity]; ok {
 		s, isString := v.(string)
 		if r := Sensitivity(s); isString && r.Rank() >= 0 {
 			h.ResultSensitivity = r
 		} else {
-			errs = append(errs, &Error{preflight.MetaResultSensitivity, v, sensitivityNames()})
+			errs = append(errs, &Error{prefix + k.sensitivity, v, sensitivityNames()})
 		}
 	}
 	return h, errors.Join(errs...)
@@ -172,19 +200,46 @@ func (h Hints) Write(meta map[string]any) map[string]any {
 	if out == nil {
 		out = make(map[string]any, 4)
 	}
+	return h.write(out, metaKeys)
+}
+
+func (h Hints) write(out map[string]any, k keys) map[string]any {
 	if h.Effect != "" {
-		out[preflight.MetaEffect] = string(h.Effect)
+		out[k.effect] = string(h.Effect)
 	}
 	if h.Idempotent != nil {
-		out[preflight.MetaIdempotent] = *h.Idempotent
+		out[k.idempotent] = *h.Idempotent
 	}
 	if h.RequiresConfirmation != nil {
-		out[preflight.MetaRequiresConfirmation] = *h.RequiresConfirmation
+		out[k.confirmation] = *h.RequiresConfirmation
 	}
 	if h.ResultSensitivity != "" {
-		out[preflight.MetaResultSensitivity] = string(h.ResultSensitivity)
+		out[k.sensitivity] = string(h.ResultSensitivity)
 	}
 	return out
+}
+
+// Without returns a copy of meta without the four scalar hint keys, nil if
+// nothing else is left. meta is not modified.
+func Without(meta map[string]any) map[string]any {
+	out := maps.Clone(meta)
+	for _, k := range []string{metaKeys.effect, metaKeys.idempotent, metaKeys.confirmation, metaKeys.sensitivity} {
+		delete(out, k)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// Object returns the hints that are set as the object an extension-shape
+// result carries under _meta["mcp.dev/policy-hints"] (see
+// [preflight.MetaPolicyHints]), or nil when none is set.
+func (h Hints) Object() map[string]any {
+	if h.IsZero() {
+		return nil
+	}
+	return h.write(make(map[string]any, 4), objectKeys)
 }
 
 // Merge returns base with every hint that is set in over replacing base's.

@@ -141,3 +141,63 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReadObject: the policy-hints object of an extension-shape result
+// reads exactly as the same names under their scalar mcp.dev/ keys, and
+// Object then ReadObject gives the hints back.
+func FuzzReadObject(f *testing.F) {
+	for _, s := range []string{
+		`{}`,
+		`null`,
+		`[]`,
+		`"read"`,
+		`{"effect":"read","idempotent":true,"requiresConfirmation":false,"resultSensitivity":"public"}`,
+		`{"effect":"delete","requiresConfirmation":true,"other":1}`,
+		`{"effect":"shred","idempotent":"yes"}`,
+		`{"mcp.dev/effect":"read"}`,
+		`{"resultSensitivity":null}`,
+	} {
+		f.Add([]byte(s))
+	}
+	scalar := map[string]string{
+		"effect": preflight.MetaEffect, "idempotent": preflight.MetaIdempotent,
+		"requiresConfirmation": preflight.MetaRequiresConfirmation, "resultSensitivity": preflight.MetaResultSensitivity,
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var v any
+		if json.Unmarshal(data, &v) != nil {
+			return
+		}
+		h, err := hints.ReadObject(v)
+		obj, isObject := v.(map[string]any)
+		if !isObject {
+			if v != nil && err == nil {
+				t.Fatalf("ReadObject(%s) accepted a value that is not an object", data)
+			}
+			if !h.IsZero() {
+				t.Fatalf("ReadObject(%s) = %+v, want no hints", data, h)
+			}
+			return
+		}
+		meta := map[string]any{}
+		for name, key := range scalar {
+			if x, ok := obj[name]; ok {
+				meta[key] = x
+			}
+		}
+		want, werr := hints.Read(meta)
+		if !reflect.DeepEqual(h, want) || (err == nil) != (werr == nil) {
+			t.Fatalf("ReadObject(%s) = %+v, %v; the scalar keys read as %+v, %v", data, h, err, want, werr)
+		}
+		if err != nil {
+			if !strings.Contains(err.Error(), preflight.MetaPolicyHints+".") {
+				t.Errorf("error %q does not name the object's key", err)
+			}
+			return
+		}
+		back, err := hints.ReadObject(h.Object())
+		if err != nil || !reflect.DeepEqual(back, h) {
+			t.Errorf("Object/ReadObject: %+v, %v; want %+v", back, err, h)
+		}
+	})
+}

@@ -106,3 +106,33 @@ func TestDeriveAndContradictions(t *testing.T) {
 		}
 	}
 }
+
+func TestObject(t *testing.T) {
+	h := hints.Hints{Effect: hints.EffectRead, Idempotent: hints.Bool(true), ResultSensitivity: hints.SensitivityPublic}
+	want := map[string]any{"effect": "read", "idempotent": true, "resultSensitivity": "public"}
+	if got := h.Object(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Object = %v, want %v", got, want)
+	}
+	if got := (hints.Hints{}).Object(); got != nil {
+		t.Errorf("Object of no hints = %v, want nil", got)
+	}
+	_, err := hints.ReadObject(map[string]any{"effect": "shred", "requiresConfirmation": "yes"})
+	for _, want := range []string{
+		`mcp.dev/policy-hints.effect: invalid value "shred" (allowed: read, write, external, delete)`,
+		`mcp.dev/policy-hints.requiresConfirmation: invalid value "yes" (allowed: true, false)`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v lacks %q", err, want)
+		}
+	}
+	if _, err := hints.ReadObject("read"); err == nil || !strings.Contains(err.Error(), "not an object") {
+		t.Errorf("a string under mcp.dev/policy-hints: err = %v", err)
+	}
+	meta := map[string]any{preflight.MetaEffect: "read", "other/key": 1}
+	if got := hints.Without(meta); !reflect.DeepEqual(got, map[string]any{"other/key": 1}) || len(meta) != 2 {
+		t.Errorf("Without = %v (input now %v)", got, meta)
+	}
+	if got := hints.Without(map[string]any{preflight.MetaEffect: "read"}); got != nil {
+		t.Errorf("Without of hints alone = %v, want nil", got)
+	}
+}

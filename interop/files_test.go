@@ -20,7 +20,7 @@ import (
 // shapes, both protocol eras, over HTTP and stdio.
 
 var (
-	extensionDeclared = map[string]any{preflight.ExtensionToolResolution: map[string]any{}}
+	extensionDeclared = map[string]any{preflight.ExtensionToolResolution: map[string]any{}, preflight.MetaPolicyHints: map[string]any{}}
 	readArgs          = map[string]any{"path": "notes.txt", "action": "read"}
 	deleteArgs        = map[string]any{"path": "notes.txt", "action": "delete"}
 )
@@ -66,10 +66,11 @@ func checkFiles(t *testing.T, rep Report, wantVersion string, extension bool) {
 	if _, marked := meta[preflight.ExtensionToolResolution]; marked != extension {
 		t.Errorf("typed listTools: marker present = %v, want %v", marked, extension)
 	}
-	// The raw list keeps the seed's top-level resolve field.
+	// The raw list keeps the seed's top-level resolve field, sent only
+	// when the extension was not declared.
 	raw := rep.Results[1].Map()["tools"].([]any)[0].(map[string]any)
-	if raw["resolve"] != true {
-		t.Errorf("raw tools/list: resolve = %v, want true", raw["resolve"])
+	if _, seed := raw["resolve"]; seed == extension || !extension && raw["resolve"] != true {
+		t.Errorf("raw tools/list: resolve = %v, want it only without the extension", raw["resolve"])
 	}
 
 	for i, want := range []struct {
@@ -86,7 +87,13 @@ func checkFiles(t *testing.T, rep Report, wantVersion string, extension bool) {
 				t.Errorf("extension shape carries a tool: %v", res)
 			}
 			ann, _ = res["annotations"].(map[string]any)
-			hintsMeta, _ = res["_meta"].(map[string]any)
+			// The hints travel as one negotiated object.
+			meta, _ := res["_meta"].(map[string]any)
+			obj, _ := meta[preflight.MetaPolicyHints].(map[string]any)
+			hintsMeta = map[string]any{preflight.MetaEffect: obj["effect"]}
+			if _, scalar := meta[preflight.MetaEffect]; scalar {
+				t.Errorf("extension shape: scalar hint keys in the result's _meta: %v", meta)
+			}
 		} else {
 			tool, ok := res["tool"].(map[string]any)
 			if !ok {

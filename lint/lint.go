@@ -255,7 +255,7 @@ func resolutionFindings(tool *Tool, static preflight.Annotations) []Finding {
 			}
 			e := policy.Evaluate(policy.Input{Static: tool.Annotations.MCP(), StaticHints: tool.Hints, Resolved: &a, ResolvedHints: p.Hints})
 			if !a.ReadOnlyHint && a.DestructiveHint && !(e.RequiresConfirmation.Value && e.RequiresConfirmation.Source != policy.SourceDerived) {
-				add(CheckDestructiveUnconfirmed, p, "resolves destructive for %s but %s", label, confirmationText(hints.Merge(tool.Hints, p.Hints)))
+				add(CheckDestructiveUnconfirmed, p, "resolves destructive for %s but %s", label, confirmationText(p.Hints))
 			}
 			if p.Again != "" {
 				add(CheckNondeterministic, p, "the same request for %s twice: %s", label, p.Again)

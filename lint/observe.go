@@ -295,6 +295,11 @@ func readResolution(p *Probe, name string) {
 		p.Malformed = fmt.Sprintf("answered in the %s shape, want %s", p.GotShape, want)
 		return
 	}
+	if p.GotShape == ShapeExtension {
+		// The extension shape carries the hints as one negotiated object.
+		p.Hints, p.HintError = hints.ReadObject(meta[preflight.MetaPolicyHints])
+		return
+	}
 	p.Hints, p.HintError = hints.Read(meta)
 }
 

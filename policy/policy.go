@@ -21,10 +21,11 @@ const (
 	SourceOverride Source = "override"
 	// SourceResolved: the server's tools/resolve answer for these arguments.
 	SourceResolved Source = "resolved"
-	// SourceStatic: the tool's definition in tools/list.
+	// SourceStatic: the tool's definition in tools/list; only for a call
+	// that was not resolved.
 	SourceStatic Source = "static"
 	// SourceDerived: a hint the server left out, derived from the
-	// effective annotations.
+	// effective annotations (the resolved ones for a resolved call).
 	SourceDerived Source = "derived"
 	// SourceDefault: the protocol's default for a value nobody gave.
 	SourceDefault Source = "default"
@@ -52,7 +53,8 @@ type Effective struct {
 type Input struct {
 	// Static are the annotations in tools/list; nil if the tool has none.
 	Static *mcp.ToolAnnotations
-	// StaticHints are the hints in the tool's _meta in tools/list.
+	// StaticHints are the hints in the tool's _meta in tools/list. They
+	// count only for a call that was not resolved.
 	StaticHints hints.Hints
 	// Resolved are the annotations of a successful resolution for these
 	// exact arguments; nil when there is none.
@@ -63,13 +65,24 @@ type Input struct {
 	Overrides hints.Hints
 }
 
-// Evaluate returns the effective values of in. Annotations come from the
-// resolution, else from tools/list, else from the protocol defaults. Hints
-// come from the overrides, else the resolution, else tools/list, else are
-// derived from the effective annotations. Static hints are ignored once a
-// resolution exists only where the resolution sets the same hint.
+// Evaluate returns the effective values of in.
+//
+// A resolved call (Resolved set) is described by its resolution alone:
+// its annotations are the resolved ones, and each hint comes from the
+// overrides, else the resolution, else is derived from the resolved
+// annotations ([hints.Derive]), else takes its default. The tool's static
+// declaration in tools/list is the worst case of every call, so it says
+// nothing about this one and is not consulted.
+//
+// A call that was not resolved takes its annotations from tools/list,
+// else the protocol defaults, and each hint from the overrides, else
+// tools/list, else derived from those annotations, else its default.
+//
+// The only default a hint can take is an unknown result sensitivity
+// (""), since effect, idempotency and confirmation are always derivable.
 func Evaluate(in Input) Effective {
 	var e Effective
+	given := Value[hints.Hints]{in.StaticHints, SourceStatic}
 	switch {
 	case in.Resolved != nil:
 		r := *in.Resolved
@@ -77,6 +90,7 @@ func Evaluate(in Input) Effective {
 		e.Destructive = Value[bool]{r.DestructiveHint, SourceResolved}
 		e.Idempotent = Value[bool]{r.IdempotentHint, SourceResolved}
 		e.OpenWorld = Value[bool]{r.OpenWorldHint, SourceResolved}
+		given = Value[hints.Hints]{in.ResolvedHints, SourceResolved}
 	case in.Static != nil:
 		s := preflight.AnnotationsOf(in.Static)
 		e.ReadOnly = Value[bool]{s.ReadOnlyHint, SourceStatic}
@@ -103,8 +117,7 @@ func Evaluate(in Input) Effective {
 		src Source
 	}{
 		{in.Overrides, SourceOverride},
-		{in.ResolvedHints, SourceResolved},
-		{in.StaticHints, SourceStatic},
+		{given.Value, given.Source},
 		{derived, SourceDerived},
 	}
 	e.Effect = pick(layers, func(h hints.Hints) (hints.Effect, bool) { return h.Effect, h.Effect != "" })
@@ -179,8 +192,8 @@ func (e Effective) GivenHints() hints.Hints {
 
 // NeedsConfirmation reports whether the call should be confirmed by the
 // user: the effective requiresConfirmation hint, which, when neither the
-// deployer nor the server gave one, is derived as "mutating and
-// destructive".
+// deployer nor the server gave one, is derived from the effective
+// annotations as "mutating and destructive".
 func (e Effective) NeedsConfirmation() bool { return e.RequiresConfirmation.Value }
 
 // SafeToRetry reports whether repeating the call has no additional effect:

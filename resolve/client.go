@@ -44,9 +44,11 @@ type ClientOptions struct {
 }
 
 // NewClient returns an [mcp.Client] ready for [Preflight]: it declares the
-// tool-resolution extension in its capabilities (and so on every request
-// under 2026-07-28) and can send tools/resolve. opts may be nil; its
-// Capabilities are copied, not modified.
+// tool-resolution extension, and the extension-shape result metadata
+// [preflight.MetaPolicyHints] and [preflight.MetaSecuritySchemes], in its
+// capabilities (and so on every request under 2026-07-28), and can send
+// tools/resolve. opts may be nil; its Capabilities are copied, not
+// modified.
 func NewClient(impl *mcp.Implementation, opts *mcp.ClientOptions) *mcp.Client {
 	var o mcp.ClientOptions
 	if opts != nil {
@@ -65,6 +67,8 @@ func NewClient(impl *mcp.Implementation, opts *mcp.ClientOptions) *mcp.Client {
 	}
 	caps.Extensions = ext
 	caps.AddExtension(preflight.ExtensionToolResolution, nil)
+	caps.AddExtension(preflight.MetaPolicyHints, nil)
+	caps.AddExtension(preflight.MetaSecuritySchemes, nil)
 	o.Capabilities = &caps
 	c := mcp.NewClient(impl, &o)
 	if err := EnableClient(c); err != nil {
@@ -108,6 +112,9 @@ type Decision struct {
 	// resolve; nil if resolution succeeded or was not attempted.
 	Fallback error
 	// Meta is the resolution's _meta (seed shape: the resolved tool's).
+	// Its policy hints are in Effective; in the extension shape they
+	// travel as the object under [preflight.MetaPolicyHints], in the seed
+	// shape as the scalar mcp.dev/ keys.
 	Meta map[string]any
 	// SecuritySchemes are the resolution's authorization requirements,
 	// if it gave any.
@@ -123,16 +130,24 @@ type Decision struct {
 }
 
 // NeedsConfirmation reports whether the call should be confirmed by the
-// user first.
-func (d *Decision) NeedsConfirmation() bool { return d.Effective.NeedsConfirmation() }
+// user first. A nil Decision (Preflight failed) needs confirmation.
+func (d *Decision) NeedsConfirmation() bool { return d == nil || d.Effective.NeedsConfirmation() }
 
 // SafeToRetry reports whether the call may be repeated after a failure.
-func (d *Decision) SafeToRetry() bool { return d.Effective.SafeToRetry() }
+// A nil Decision is not safe to retry.
+func (d *Decision) SafeToRetry() bool { return d != nil && d.Effective.SafeToRetry() }
 
 // Call makes the call the decision is about, with exactly its arguments.
+// A nil Decision (Preflight failed, for instance on invalid arguments)
+// makes no call and returns an error.
 func (d *Decision) Call(ctx context.Context, cs *mcp.ClientSession) (*mcp.CallToolResult, error) {
+	if d == nil || d.Tool == nil {
+		return nil, errNoDecision
+	}
 	return cs.CallTool(ctx, &mcp.CallToolParams{Name: d.Tool.Name, Arguments: d.Arguments})
 }
+
+var errNoDecision = errors.New("resolve: no decision to call: Preflight returned an error, so the call was not made")
 
 // Preflight resolves the call of tool (as listed by tools/list) with args
 // and decides about it. It follows the seed's client requirements and the
@@ -212,6 +227,8 @@ func (d *Decision) accept(tool *mcp.Tool, res *preflight.ResolveResult, in *poli
 		ann         preflight.Annotations
 		meta        map[string]any
 		schemes     []preflight.SecurityScheme
+		h           hints.Hints
+		err         error
 	)
 	switch {
 	case res == nil:
@@ -222,6 +239,7 @@ func (d *Decision) accept(tool *mcp.Tool, res *preflight.ResolveResult, in *poli
 		}
 		name, ann, meta = res.Tool.Name, preflight.AnnotationsOf(res.Tool.Annotations), res.Tool.Meta
 		shape, schemes = "seed", res.Tool.SecuritySchemes
+		h, err = hints.Read(meta)
 	default:
 		if res.ResultType != preflight.ResultTypeComplete || res.Annotations == nil {
 			return fmt.Errorf("%w: neither a tool (seed shape) nor resultType %q with annotations (extension shape)", errBadResult, preflight.ResultTypeComplete)
@@ -229,10 +247,17 @@ func (d *Decision) accept(tool *mcp.Tool, res *preflight.ResolveResult, in *poli
 		name, ann, meta = res.Name, *res.Annotations, res.Meta
 		shape = "extension"
 		if v, ok := meta[preflight.MetaSecuritySchemes]; ok {
-			if err := remarshal(v, &schemes); err != nil {
+			var s struct {
+				SecuritySchemes []preflight.SecurityScheme `json:"securitySchemes"`
+			}
+			if err := remarshal(v, &s); err != nil {
 				return fmt.Errorf("%w: %s: %v", errBadResult, preflight.MetaSecuritySchemes, err)
 			}
+			schemes = s.SecuritySchemes
 		}
+		// Only the negotiated object counts: scalar mcp.dev/ keys are
+		// not extension metadata, and the extension says to ignore them.
+		h, err = hints.ReadObject(meta[preflight.MetaPolicyHints])
 	}
 	if name != tool.Name {
 		return fmt.Errorf("%w: resolved %q, asked for %q", errBadResult, name, tool.Name)
@@ -240,7 +265,6 @@ func (d *Decision) accept(tool *mcp.Tool, res *preflight.ResolveResult, in *poli
 	if over := ann.Exceeds(preflight.AnnotationsOf(tool.Annotations)); len(over) > 0 {
 		return fmt.Errorf("%w: riskier than the static declaration (%s)", errBadResult, strings.Join(over, ", "))
 	}
-	h, err := hints.Read(meta)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errBadResult, err)
 	}

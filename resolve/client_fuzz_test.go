@@ -124,8 +124,8 @@ func fuzzTools() []*mcp.Tool {
 // (bits 0 and 1 of variant). Invariants: no panic; errors wrap
 // ErrInvalidArguments (only for -32602, with no Decision) or
 // ErrResolutionFailed; a Decision is for exactly the arguments asked
-// about; a used resolution never exceeds the static bounds and carries
-// valid hints; a fallback uses the static (or default) annotations and
+// about; a used resolution never exceeds the static bounds, carries
+// valid hints and takes none from tools/list; a fallback uses the static (or default) annotations and
 // says why; a fallback for a tool without annotations is an error; with
 // AbortOnInternalError, a result that is not used (or -32603) is an error;
 // the session keeps working.
@@ -138,6 +138,12 @@ func FuzzPreflightResult(f *testing.F) {
 		`{"resultType":"complete","name":"manage_files","annotations":{"readOnlyHint":true},"_meta":{"mcp.dev/effect":"shred"}}`,
 		`{"resultType":"complete","name":"manage_files","annotations":{"readOnlyHint":true},"_meta":{"securitySchemes":[{"type":"noauth"}]}}`,
 		`{"resultType":"complete","name":"manage_files","annotations":{"readOnlyHint":true},"_meta":{"securitySchemes":5}}`,
+		`{"resultType":"complete","name":"manage_files","annotations":{"readOnlyHint":true,"destructiveHint":false,"idempotentHint":true,"openWorldHint":false},"_meta":{"mcp.dev/policy-hints":{"effect":"read","requiresConfirmation":false}}}`,
+		`{"resultType":"complete","name":"manage_files","annotations":{"readOnlyHint":false,"destructiveHint":false,"idempotentHint":false,"openWorldHint":false},"_meta":{"mcp.dev/policy-hints":{"effect":"write"}}}`,
+		`{"resultType":"complete","name":"manage_files","annotations":{"readOnlyHint":true},"_meta":{"mcp.dev/policy-hints":{"effect":"shred"}}}`,
+		`{"resultType":"complete","name":"manage_files","annotations":{"readOnlyHint":true},"_meta":{"mcp.dev/policy-hints":"read"}}`,
+		`{"resultType":"complete","name":"manage_files","annotations":{"readOnlyHint":true},"_meta":{"mcp.dev/security-schemes":{"securitySchemes":[{"type":"noauth"}]}}}`,
+		`{"resultType":"complete","name":"manage_files","annotations":{"readOnlyHint":true},"_meta":{"mcp.dev/security-schemes":[{"type":"noauth"}]}}`,
 		`{"resultType":"complete","name":"manage_files","annotations":5}`,
 		`{"resultType":"incomplete","name":"manage_files","annotations":{}}`,
 		`{"resultType":"complete","name":"manage_files"}`,
@@ -228,6 +234,12 @@ func FuzzPreflightResult(f *testing.F) {
 			}
 			if eff.ReadOnly.Source != policy.SourceResolved {
 				t.Errorf("resolved, but readOnlyHint from %s", eff.ReadOnly.Source)
+			}
+			// A resolved call inherits nothing of the static worst case.
+			for _, src := range []policy.Source{eff.Effect.Source, eff.IdempotentCall.Source, eff.RequiresConfirmation.Source, eff.ResultSensitivity.Source} {
+				if src == policy.SourceStatic {
+					t.Errorf("resolved, but a hint from tools/list: %+v", eff)
+				}
 			}
 		} else {
 			if d.Fallback == nil {

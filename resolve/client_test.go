@@ -3,8 +3,11 @@ package resolve_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http/httptest"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -102,10 +105,18 @@ func TestPreflight(t *testing.T) {
 				t.Errorf("plain: a tool without annotations is treated as the protocol default (destructive): %+v", d.Effective)
 			}
 
-			// -32602: do not call.
-			_, err = resolve.Preflight(ctx, cs, mf, map[string]any{"path": "a", "action": "shred"}, nil)
+			// -32602: do not call. The nil Decision that comes with the
+			// error is safe to use: it needs confirmation, is not safe to
+			// retry, and makes no call.
+			d, err = resolve.Preflight(ctx, cs, mf, map[string]any{"path": "a", "action": "shred"}, nil)
 			if !errors.Is(err, resolve.ErrInvalidArguments) {
 				t.Errorf("invalid arguments: err = %v, want ErrInvalidArguments", err)
+			}
+			if d != nil || !d.NeedsConfirmation() || d.SafeToRetry() {
+				t.Errorf("invalid arguments: decision %+v; want nil, needing confirmation, not safe to retry", d)
+			}
+			if res, err := d.Call(ctx, cs); res != nil || err == nil || !strings.Contains(err.Error(), "the call was not made") {
+				t.Errorf("invalid arguments: Call on the nil decision = %+v, %v; want no call and an error", res, err)
 			}
 
 			// -32603 on a tool without static annotations: surfaced, with
@@ -170,11 +181,18 @@ func TestPreflightClientChecks(t *testing.T) {
 		"riskier":   {ResultType: "complete", Name: "t", Annotations: &preflight.Annotations{DestructiveHint: true, OpenWorldHint: true}},
 		"othername": {ResultType: "complete", Name: "other", Annotations: &preflight.Annotations{ReadOnlyHint: true}},
 		"malformed": {ResultType: "complete", Name: "t"},
-		"badhint":   {ResultType: "complete", Name: "t", Annotations: &preflight.Annotations{ReadOnlyHint: true}, ResultBase: mcp.ResultBase{Meta: mcp.Meta{preflight.MetaEffect: "shred"}}},
+		"badhint": {ResultType: "complete", Name: "t", Annotations: &preflight.Annotations{ReadOnlyHint: true},
+			ResultBase: mcp.ResultBase{Meta: mcp.Meta{preflight.MetaPolicyHints: map[string]any{"effect": "shred"}}}},
+		"scalarhints": {ResultType: "complete", Name: "t", Annotations: &preflight.Annotations{ReadOnlyHint: true},
+			ResultBase: mcp.ResultBase{Meta: mcp.Meta{preflight.MetaPolicyHints: "read"}}},
 	}
+	// Scalar mcp.dev/ keys in an extension-shape result are not extension
+	// metadata: ignored, as the extension asks, not a failure.
+	ignored := &preflight.ResolveResult{ResultType: "complete", Name: "ignored", Annotations: &preflight.Annotations{ReadOnlyHint: true},
+		ResultBase: mcp.ResultBase{Meta: mcp.Meta{preflight.MetaEffect: "shred", preflight.MetaRequiresConfirmation: true}}}
 	s := mcp.NewServer(&mcp.Implementation{Name: "rogue", Version: "1"}, nil)
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
-	for name := range bad {
+	for _, name := range append(slices.Collect(maps.Keys(bad)), "ignored") {
 		s.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}, Annotations: readOnly,
 			Meta: mcp.Meta{preflight.ExtensionToolResolution: preflight.ResolvableMarker()}},
 			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -183,6 +201,9 @@ func TestPreflightClientChecks(t *testing.T) {
 	}
 	err := mcp.AddReceivingCustomMethod(s, preflight.MethodResolve,
 		func(_ context.Context, _ *mcp.ServerSession, p *preflight.ResolveParams) (*preflight.ResolveResult, error) {
+			if p.Name == "ignored" {
+				return ignored, nil
+			}
 			r := *bad[p.Name]
 			if r.Name == "t" {
 				r.Name = p.Name
@@ -212,6 +233,12 @@ func TestPreflightClientChecks(t *testing.T) {
 		}
 		if !d.NeedsConfirmation() {
 			t.Error("a tool with default annotations needs confirmation whatever its effect hint says")
+		}
+	})
+	t.Run("ignored", func(t *testing.T) {
+		d, err := resolve.Preflight(context.Background(), cs, tools["ignored"], map[string]any{}, &resolve.ClientOptions{AbortOnInternalError: true})
+		if err != nil || !d.Resolved || d.NeedsConfirmation() || d.Effective.Effect != (policy.Value[hints.Effect]{Value: hints.EffectRead, Source: policy.SourceDerived}) {
+			t.Errorf("want the scalar keys ignored and the hints derived from the resolution; got %+v, %v", d, err)
 		}
 	})
 	for name := range bad {

@@ -15,7 +15,11 @@
 //
 // Every request is answered in the shape it negotiated: a request that
 // declares the extension (per request under 2026-07-28, in initialize on a
-// legacy session) gets the extension's result; any other gets the seed's.
+// legacy session) gets the extension's result and markers; any other gets
+// the seed's. In the extension shape the resolved policy hints travel as
+// one object under _meta["mcp.dev/policy-hints"], sent only to a request
+// that declared that key as an extension; tool definitions keep the
+// scalar mcp.dev/ keys.
 // Arguments are validated against the tool's input schema, resolver errors
 // and panics become -32603 while the server keeps serving, and a
 // resolution riskier than the static annotations is never sent.
@@ -27,5 +31,7 @@
 // returns a [Decision]: the effective annotations and hints with where
 // each came from, whether the call needs confirmation and whether it is
 // safe to retry, following the seed's client rules and the extension's
-// error table.
+// error table. A resolved call is described by its resolution alone (see
+// [github.com/preflightmcp/preflight/policy.Evaluate]); the static declaration counts only for a call that
+// was not resolved.
 package resolve

@@ -24,10 +24,13 @@ type Resolution struct {
 	// SEP-1488 shape, e.g. [{Type: "noauth"}] for public data; nil when
 	// the resolution says nothing about them.
 	SecuritySchemes []preflight.SecurityScheme
-	// Meta is further metadata for the result's _meta (seed shape: the
-	// returned tool's _meta). Keys are _meta keys, reverse-DNS prefixed.
-	// This is where metadata that has no field yet travels, with no new
-	// method needed.
+	// Meta is further metadata, keyed by _meta keys (reverse-DNS
+	// prefixed). This is where metadata that has no field yet travels,
+	// with no new method needed. In the seed shape every entry goes into
+	// the returned tool's _meta. In the extension shape, whose result
+	// _meta holds only objects owned by extensions the client declared,
+	// an entry is sent only to a request that declared its key in
+	// capabilities.extensions, and only if its value is a JSON object.
 	Meta map[string]any
 }
 
@@ -101,7 +104,11 @@ func rowKey(v any) string {
 }
 
 // Static returns the worst case of every row, and of Default when set:
-// the resolution tools/list declares for the tool.
+// the resolution tools/list declares for the tool. A hint a row leaves
+// out is first derived from that row's own annotations ([hints.Derive]),
+// as a client derives it when the row is the resolution; result
+// sensitivity, which cannot be derived, is declared only if every row
+// gives it.
 func (t *Table) Static() Resolution {
 	rows := slices.Collect(maps.Values(t.Rows))
 	if t.Default != nil {
@@ -110,9 +117,27 @@ func (t *Table) Static() Resolution {
 	anns := make([]preflight.Annotations, len(rows))
 	hs := make([]hints.Hints, len(rows))
 	for i, r := range rows {
-		anns[i], hs[i] = r.Annotations, r.Hints
+		anns[i], hs[i] = r.Annotations, hints.Merge(hints.Derive(r.Annotations), r.Hints)
 	}
 	return Resolution{Annotations: preflight.WorstCase(anns...), Hints: hints.WorstCase(hs...)}
+}
+
+// enum returns the values of t's rows, for the enum of an input schema
+// inferred from a Go type: a string property takes the keys as they are,
+// any other the JSON values the keys encode. Values are sorted by key.
+func (t *Table) enum(propType string) []any {
+	keys := slices.Sorted(maps.Keys(t.Rows))
+	out := make([]any, 0, len(keys))
+	for _, k := range keys {
+		var v any = k
+		if propType != "string" {
+			if err := json.Unmarshal([]byte(k), &v); err != nil {
+				v = k
+			}
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 // Resolve returns the row selected by the call's argument.

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -95,6 +96,11 @@ func NewServer(s *mcp.Server, opts *ServerOptions) *Server {
 // kept from t). Otherwise t's annotations and hints are the static
 // declaration that every resolution must stay within.
 //
+// When t has no input schema it is inferred from In, as [mcp.AddTool]
+// does; if r is a [*Table] without a Default, the table's argument then
+// takes the rows' values as its enum, so that a value without a row is
+// refused (-32602) rather than resolved.
+//
 // AddTool panics on misuse, as [mcp.AddTool] does: a table that does not
 // fit the input schema, invalid hints in t's _meta.
 func AddTool[In, Out any](rs *Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out], r Resolver) {
@@ -110,6 +116,15 @@ func AddTool[In, Out any](rs *Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]
 			s, err := jsonschema.ForType(rt, &jsonschema.ForOptions{})
 			if err != nil {
 				panic(fmt.Errorf("resolve.AddTool %q: input schema: %w", t.Name, err))
+			}
+			if tbl, ok := r.(*Table); ok && tbl.Default == nil {
+				if p := s.Properties[tbl.Argument]; p != nil && len(p.Enum) == 0 {
+					typ := p.Type
+					if typ == "" && slices.Contains(p.Types, "string") {
+						typ = "string"
+					}
+					p.Enum = tbl.enum(typ)
+				}
 			}
 			tt.InputSchema = s
 		}
@@ -234,6 +249,21 @@ func negotiatedBy(caps *mcp.ClientCapabilities) negotiation {
 	return negotiatedUnsupported
 }
 
+// declared reports whether caps declare the extension id with the empty
+// settings of this revision. Settings this server does not know mean the
+// client expects something else: the extension's metadata is not sent.
+func declared(caps *mcp.ClientCapabilities, id string) bool {
+	if caps == nil {
+		return false
+	}
+	v, ok := caps.Extensions[id]
+	if !ok {
+		return false
+	}
+	m, isMap := v.(map[string]any)
+	return v == nil || isMap && len(m) == 0
+}
+
 func (rs *Server) handle(ctx context.Context, ss *mcp.ServerSession, p *preflight.ResolveParams) (*preflight.ResolveResult, error) {
 	if p == nil {
 		// Null or missing params (legacy sessions let them through).
@@ -275,7 +305,7 @@ func (rs *Server) handle(ctx context.Context, ss *mcp.ServerSession, p *prefligh
 		return nil, err
 	}
 	if neg == negotiatedExtension {
-		return extensionResult(p.Name, res), nil
+		return extensionResult(p.Name, res, req.ClientCapabilities()), nil
 	}
 	return seedResult(e.tool, res, stateless), nil
 }
@@ -372,30 +402,25 @@ func (rs *Server) remember(ss *mcp.ServerSession, key string, r *Resolution) {
 	}
 }
 
-// resultMeta is the _meta of a resolution: extra metadata, then hints.
-func resultMeta(base map[string]any, r *Resolution) map[string]any {
-	m := maps.Clone(base)
-	if len(r.Meta) > 0 {
-		if m == nil {
-			m = make(map[string]any, len(r.Meta)+4)
-		}
-		maps.Copy(m, r.Meta)
-	}
-	if !r.Hints.IsZero() {
-		m = r.Hints.Write(m)
-	}
-	return m
-}
-
-func extensionResult(name string, r *Resolution) *preflight.ResolveResult {
+// extensionResult is the extension shape's answer. Its _meta holds only
+// objects owned by extensions the request declared, as the extension
+// requires: the policy hints under [preflight.MetaPolicyHints], security
+// schemes under [preflight.MetaSecuritySchemes], and the entries of
+// r.Meta whose key was declared and whose value is an object.
+func extensionResult(name string, r *Resolution, caps *mcp.ClientCapabilities) *preflight.ResolveResult {
 	a := r.Annotations
 	res := &preflight.ResolveResult{ResultType: preflight.ResultTypeComplete, Name: name, Annotations: &a}
-	meta := resultMeta(nil, r)
-	if len(r.SecuritySchemes) > 0 {
-		if meta == nil {
-			meta = map[string]any{}
+	meta := map[string]any{}
+	for k, v := range r.Meta {
+		if declared(caps, k) && isObject(v) {
+			meta[k] = v
 		}
-		meta[preflight.MetaSecuritySchemes] = r.SecuritySchemes
+	}
+	if obj := r.Hints.Object(); obj != nil && declared(caps, preflight.MetaPolicyHints) {
+		meta[preflight.MetaPolicyHints] = obj
+	}
+	if len(r.SecuritySchemes) > 0 && declared(caps, preflight.MetaSecuritySchemes) {
+		meta[preflight.MetaSecuritySchemes] = map[string]any{"securitySchemes": r.SecuritySchemes}
 	}
 	if len(meta) > 0 {
 		res.Meta = meta
@@ -403,6 +428,16 @@ func extensionResult(name string, r *Resolution) *preflight.ResolveResult {
 	return res
 }
 
+// isObject reports whether v encodes as a JSON object.
+func isObject(v any) bool {
+	b, err := json.Marshal(v)
+	return err == nil && len(b) > 0 && b[0] == '{'
+}
+
+// seedResult is the seed shape's answer: the listed tool with the
+// resolution's annotations, and in its _meta the listed entries other
+// than the static policy hints (the worst case of every call, which say
+// nothing about this one), then r.Meta, then the resolution's hints.
 func seedResult(listed *mcp.Tool, r *Resolution, stateless bool) *preflight.ResolveResult {
 	t := *listed
 	title := ""
@@ -410,7 +445,17 @@ func seedResult(listed *mcp.Tool, r *Resolution, stateless bool) *preflight.Reso
 		title = listed.Annotations.Title
 	}
 	t.Annotations = r.Annotations.ToolAnnotations(title)
-	t.Meta = resultMeta(listed.Meta, r)
+	meta := hints.Without(listed.Meta)
+	if len(r.Meta) > 0 {
+		if meta == nil {
+			meta = make(map[string]any, len(r.Meta)+4)
+		}
+		maps.Copy(meta, r.Meta)
+	}
+	if !r.Hints.IsZero() {
+		meta = r.Hints.Write(meta)
+	}
+	t.Meta = meta
 	res := &preflight.ResolveResult{Tool: &preflight.Tool{Tool: &t, Resolve: true, SecuritySchemes: r.SecuritySchemes}}
 	if stateless {
 		res.ResultType = preflight.ResultTypeComplete
@@ -445,7 +490,8 @@ func (rs *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // listToolsResult is a tools/list result whose tools carry the seed's
-// top-level resolve field.
+// top-level resolve field, for requests that did not declare the
+// extension (its schema admits no extra field on a tool).
 type listToolsResult struct {
 	*mcp.ListToolsResult
 	Tools []*preflight.Tool `json:"tools"`
@@ -473,7 +519,7 @@ func (rs *Server) listResult(r *mcp.ListToolsResult, extension bool) mcp.Result 
 			}
 			tt.Meta[preflight.ExtensionToolResolution] = preflight.ResolvableMarker()
 		}
-		out.Tools[i] = &preflight.Tool{Tool: &tt, Resolve: resolvable}
+		out.Tools[i] = &preflight.Tool{Tool: &tt, Resolve: resolvable && !extension}
 	}
 	return out
 }
@@ -506,6 +552,8 @@ func (rs *Server) capabilities(c *mcp.ServerCapabilities) *serverCapabilities {
 	}
 	cc.Extensions = maps.Clone(cc.Extensions)
 	cc.AddExtension(preflight.ExtensionToolResolution, nil)
+	cc.AddExtension(preflight.MetaPolicyHints, nil)
+	cc.AddExtension(preflight.MetaSecuritySchemes, nil)
 	tools := cc.Tools
 	if tools == nil {
 		tools = &mcp.ToolCapabilities{}

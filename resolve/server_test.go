@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"reflect"
@@ -49,6 +50,7 @@ func newFixture(t *testing.T) *fixture {
 	filetool.Add(rs, root)
 
 	addErrorPathTools(s, rs)
+	addRepoTool(rs)
 
 	hs := httptest.NewServer(endpoint.NewHandler(s, nil))
 	return &fixture{URL: hs.URL, server: s, close: hs.Close}
@@ -122,8 +124,10 @@ func TestListMarkersAndCapabilities(t *testing.T) {
 				if got := c["tools"].(map[string]any)["resolve"]; got != true {
 					t.Errorf("capabilities.tools.resolve = %v, want true", got)
 				}
-				if _, ok := c["extensions"].(map[string]any)[preflight.ExtensionToolResolution]; !ok {
-					t.Errorf("capabilities.extensions lacks %s: %s", preflight.ExtensionToolResolution, wiretest.MustJSON(c))
+				for _, id := range []string{preflight.ExtensionToolResolution, preflight.MetaPolicyHints, preflight.MetaSecuritySchemes} {
+					if v, ok := c["extensions"].(map[string]any)[id]; !ok || !reflect.DeepEqual(v, map[string]any{}) {
+						t.Errorf("capabilities.extensions lacks %s: {}: %s", id, wiretest.MustJSON(c))
+					}
 				}
 
 				r := p.Call(t, "tools/list", nil)
@@ -131,8 +135,11 @@ func TestListMarkersAndCapabilities(t *testing.T) {
 					t.Fatalf("tools/list: %+v", r.Error)
 				}
 				mf := find(t, r.Result, filetool.Name)
-				if mf["resolve"] != true {
-					t.Errorf("manage_files: resolve = %v, want true", mf["resolve"])
+				// The seed's top-level marker only for a client that did
+				// not declare the extension, whose schema admits no extra
+				// field on a tool.
+				if _, has := mf["resolve"]; has == ext || !ext && mf["resolve"] != true {
+					t.Errorf("manage_files: resolve = %v (present %v), want it only without the extension", mf["resolve"], has)
 				}
 				meta, _ := mf["_meta"].(map[string]any)
 				marker, hasMarker := meta[preflight.ExtensionToolResolution]
@@ -172,8 +179,23 @@ func TestResolveShapes(t *testing.T) {
 	f := newFixture(t)
 	defer f.close()
 	for _, era := range eras {
-		t.Run(era.name+"/extension", func(t *testing.T) {
+		// A client that declared only the extension gets no policy hints:
+		// they are extension metadata it did not ask for.
+		t.Run(era.name+"/extension-without-hints", func(t *testing.T) {
 			p := era.peer(f.URL, wiretest.WithExtension(preflight.ExtensionToolResolution))
+			defer p.Close()
+			for _, action := range filetool.Actions {
+				r := p.Call(t, "tools/resolve", map[string]any{"name": filetool.Name, "arguments": map[string]any{"path": "a.txt", "action": action, "content": "x"}})
+				if r.Error != nil {
+					t.Fatalf("%s: %+v", action, r.Error)
+				}
+				if meta := extensionMeta(r); meta != nil || !reflect.DeepEqual(r.Result["annotations"], seedAnnotations[action]) {
+					t.Errorf("%s: result = %s, want the annotations and no extension metadata", action, r.Raw)
+				}
+			}
+		})
+		t.Run(era.name+"/extension", func(t *testing.T) {
+			p := era.peer(f.URL, wiretest.WithExtension(preflight.ExtensionToolResolution, preflight.MetaPolicyHints))
 			defer p.Close()
 			for _, action := range filetool.Actions {
 				r := p.Call(t, "tools/resolve", map[string]any{"name": filetool.Name, "arguments": map[string]any{"path": "a.txt", "action": action, "content": "x"}})
@@ -189,13 +211,13 @@ func TestResolveShapes(t *testing.T) {
 				if !reflect.DeepEqual(r.Result["annotations"], seedAnnotations[action]) {
 					t.Errorf("%s: annotations = %v, want %v", action, r.Result["annotations"], seedAnnotations[action])
 				}
-				meta := r.Result["_meta"].(map[string]any)
-				if meta[preflight.MetaEffect] != seedEffects[action] {
-					t.Errorf("%s: effect = %v, want %s", action, meta[preflight.MetaEffect], seedEffects[action])
-				}
+				meta := extensionMeta(r)
 				wantConfirm := action == "replace" || action == "delete"
-				if meta[preflight.MetaRequiresConfirmation] != wantConfirm {
-					t.Errorf("%s: requiresConfirmation = %v, want %v", action, meta[preflight.MetaRequiresConfirmation], wantConfirm)
+				want := map[string]any{preflight.MetaPolicyHints: map[string]any{
+					"effect": seedEffects[action], "idempotent": action != "append", "requiresConfirmation": wantConfirm,
+				}}
+				if !reflect.DeepEqual(meta, want) {
+					t.Errorf("%s: _meta = %v, want the hints as one object and nothing else %v", action, meta, want)
 				}
 			}
 		})
@@ -238,6 +260,19 @@ func TestResolveShapes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// extensionMeta returns the _meta of an extension-shape result without the
+// core io.modelcontextprotocol/serverInfo the SDK adds under 2026-07-28,
+// nil if nothing else is left.
+func extensionMeta(r *wiretest.Response) map[string]any {
+	meta, _ := r.Result["_meta"].(map[string]any)
+	meta = maps.Clone(meta)
+	delete(meta, "io.modelcontextprotocol/serverInfo")
+	if len(meta) == 0 {
+		return nil
+	}
+	return meta
 }
 
 func TestBadInputs(t *testing.T) {
@@ -408,15 +443,15 @@ func TestOverridesWin(t *testing.T) {
 	}})
 	hs := httptest.NewServer(endpoint.NewHandler(s, nil))
 	defer hs.Close()
-	p := wiretest.Stateless(hs.URL, wiretest.WithExtension(preflight.ExtensionToolResolution))
+	p := wiretest.Stateless(hs.URL, wiretest.WithExtension(preflight.ExtensionToolResolution, preflight.MetaPolicyHints))
 	meta := find(t, p.Call(t, "tools/list", nil).Result, filetool.Name)["_meta"].(map[string]any)
 	if meta[preflight.MetaResultSensitivity] != "restricted" {
 		t.Errorf("tools/list: override not applied: %v", meta)
 	}
 	r := p.Call(t, "tools/resolve", map[string]any{"name": filetool.Name, "arguments": map[string]any{"path": "a", "action": "read"}})
-	rm := r.Result["_meta"].(map[string]any)
-	if rm[preflight.MetaRequiresConfirmation] != true || rm[preflight.MetaResultSensitivity] != "restricted" || rm[preflight.MetaEffect] != "read" {
-		t.Errorf("resolution _meta = %v, want the deployer's confirmation and sensitivity over the server's, effect kept", rm)
+	rm, _ := r.Result["_meta"].(map[string]any)[preflight.MetaPolicyHints].(map[string]any)
+	if rm["requiresConfirmation"] != true || rm["resultSensitivity"] != "restricted" || rm["effect"] != "read" {
+		t.Errorf("resolution _meta = %s, want the deployer's confirmation and sensitivity over the server's, effect kept", r.Raw)
 	}
 }
 

@@ -148,13 +148,14 @@ func TestEmptyFolderAsksNothing(t *testing.T) {
 // the folder and asks nothing.
 func TestResolveNeverAsks(t *testing.T) {
 	_, hs := tree(t)
-	p := wiretest.Stateless(hs.URL, map[string]any{"extensions": map[string]any{preflight.ExtensionToolResolution: map[string]any{}}})
+	p := wiretest.Stateless(hs.URL, wiretest.WithExtension(preflight.ExtensionToolResolution, preflight.MetaPolicyHints))
 	for path, confirm := range map[string]bool{"empty": false, "full": true} {
 		r := p.Call(t, "tools/resolve", map[string]any{"name": "delete_folder", "arguments": map[string]any{"path": path}})
 		if r.Error != nil {
 			t.Fatalf("%s: %+v", path, r.Error)
 		}
-		if got := r.Result["_meta"].(map[string]any)[preflight.MetaRequiresConfirmation]; got != confirm {
+		h, _ := r.Result["_meta"].(map[string]any)[preflight.MetaPolicyHints].(map[string]any)
+		if got := h["requiresConfirmation"]; got != confirm {
 			t.Errorf("%s: requiresConfirmation = %v, want %v", path, got, confirm)
 		}
 		if got := r.Result["annotations"].(map[string]any)["destructiveHint"]; got != confirm {

@@ -241,6 +241,7 @@ func (f *targetFlags) tappedSession(ctx context.Context, inv invocation, extensi
 	if extension {
 		caps := &mcp.ClientCapabilities{}
 		caps.AddExtension(preflight.ExtensionToolResolution, nil)
+		caps.AddExtension(preflight.MetaPolicyHints, nil)
 		opts = &mcp.ClientOptions{Capabilities: caps}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "preflight-lint", Version: version}, opts)

@@ -193,8 +193,13 @@ func defectServer(t *testing.T, opts defectOptions) string {
 		}
 		if extension {
 			out := map[string]any{"resultType": "complete", "name": p.Name, "annotations": row["annotations"]}
-			if m, ok := row["_meta"]; ok {
-				out["_meta"] = m
+			if m, ok := row["_meta"].(map[string]any); ok {
+				// The extension shape carries the hints as one object.
+				obj := map[string]any{}
+				for k, v := range m {
+					obj[strings.TrimPrefix(k, "mcp.dev/")] = v
+				}
+				out["_meta"] = map[string]any{preflight.MetaPolicyHints: obj}
 			}
 			return &defectResult{raw: out}, nil
 		}
