@@ -223,6 +223,7 @@ func accept(n *node, q *question, resp mcp.InputResponse) (json.RawMessage, erro
 				return nil, &toolError{fmt.Sprintf("the answer to resolver %q's form does not match the form's fields", n.key)}
 			}
 		case Decline, Cancel:
+			r.Content = nil // content comes with accept only, and only validated
 		default:
 			return nil, &toolError{fmt.Sprintf("the answer to resolver %q's form has action %q; want accept, decline or cancel", n.key, r.Action)}
 		}
