@@ -1,5 +1,7 @@
 package inject
 
+//lint:file-ignore SA1019 inject asks sampling and roots questions for as long as clients still declare them (deprecated by protocol 2026-07-28, SEP-2577).
+
 import (
 	"context"
 	"encoding/json"
