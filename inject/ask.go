@@ -1,5 +1,7 @@
 package inject
 
+//lint:file-ignore SA1019 inject asks sampling and roots questions for as long as clients still declare them (deprecated by protocol 2026-07-28, SEP-2577).
+
 import (
 	"context"
 	"crypto/sha256"
@@ -152,17 +154,32 @@ func ClientCapabilities(ctx context.Context) *mcp.ClientCapabilities {
 
 // Sample asks the client's model for one message. It has no decline arm:
 // the client answers or the call fails.
+//
+// Deprecated: sampling is deprecated as of protocol version 2026-07-28
+// (SEP-2577) and may be removed from the protocol from 2027-07-28; it
+// keeps working with clients that declare it until then. Call an LLM
+// provider's API from the resolver instead.
 func Sample(ctx context.Context, params *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
 	return askFor[mcp.CreateMessageResult](ctx, kindSample, params, nil)
 }
 
 // SampleWithTools asks the client's model for one message, offering it
 // tools; the client must have declared sampling.tools.
+//
+// Deprecated: sampling is deprecated as of protocol version 2026-07-28
+// (SEP-2577), see [Sample]. Call an LLM provider's API from the resolver
+// instead.
 func SampleWithTools(ctx context.Context, params *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
 	return askFor[mcp.CreateMessageWithToolsResult](ctx, kindSampleWithTools, params, nil)
 }
 
 // ListRoots asks the client for its roots. It has no decline arm.
+//
+// Deprecated: roots are deprecated as of protocol version 2026-07-28
+// (SEP-2577) and may be removed from the protocol from 2027-07-28; it
+// keeps working with clients that declare them until then. Take the
+// directories or files as tool arguments (an `arg:"..."` input), resource
+// URIs or server configuration instead.
 func ListRoots(ctx context.Context) (*mcp.ListRootsResult, error) {
 	return askFor[mcp.ListRootsResult](ctx, kindRoots, &mcp.ListRootsParams{}, nil)
 }

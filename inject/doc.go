@@ -3,7 +3,10 @@
 // resolver takes tool arguments by name and other resolvers' values, and
 // may ask the client one question: a form for the user ([Elicit]), the
 // client's model ([Sample], [SampleWithTools]) or the client's roots
-// ([ListRoots]).
+// ([ListRoots]). Sampling and roots are deprecated as of protocol version
+// 2026-07-28 (SEP-2577): they keep working with clients that declare them,
+// but new tools should ask the user with forms and call a model provider
+// or take paths as arguments themselves.
 //
 // # Declaring
 //

@@ -1,5 +1,7 @@
 package inject
 
+//lint:file-ignore SA1019 inject asks sampling and roots questions for as long as clients still declare them (deprecated by protocol 2026-07-28, SEP-2577).
+
 import (
 	"context"
 	"encoding/json"
@@ -223,6 +225,7 @@ func accept(n *node, q *question, resp mcp.InputResponse) (json.RawMessage, erro
 				return nil, &toolError{fmt.Sprintf("the answer to resolver %q's form does not match the form's fields", n.key)}
 			}
 		case Decline, Cancel:
+			r.Content = nil // content comes with accept only, and only validated
 		default:
 			return nil, &toolError{fmt.Sprintf("the answer to resolver %q's form has action %q; want accept, decline or cancel", n.key, r.Action)}
 		}

@@ -286,10 +286,7 @@ func TestHTTP(t *testing.T) {
 // buildStdioServer builds testdata/stdioserver into a temporary directory.
 func buildStdioServer(t *testing.T) string {
 	t.Helper()
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := exec.LookPath(gobin); err != nil {
-		gobin = "go"
-	}
+	gobin := "go" // go test puts its own go first on PATH
 	bin := filepath.Join(t.TempDir(), "stdioserver")
 	out, err := exec.Command(gobin, "build", "-o", bin, "./testdata/stdioserver").CombinedOutput()
 	if err != nil {

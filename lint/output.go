@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"path/filepath"
 	"strings"
 )
@@ -266,7 +267,8 @@ func (r *Report) WriteSARIF(w io.Writer, version string) error {
 			loc.LogicalLocations = []sarifLogical{{Name: name, FullyQualifiedName: fq, Kind: kind}}
 		}
 		if t.Kind == KindCatalog && t.Source != "" {
-			p := &sarifPhysical{ArtifactLocation: sarifArtifact{URI: filepath.ToSlash(t.Source)}}
+			// A URI reference: spaces, % and # in the path are escaped.
+			p := &sarifPhysical{ArtifactLocation: sarifArtifact{URI: (&url.URL{Path: filepath.ToSlash(t.Source)}).String()}}
 			if f.Line > 0 {
 				p.Region = &sarifRegion{StartLine: f.Line}
 			}

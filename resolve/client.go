@@ -59,6 +59,7 @@ func NewClient(impl *mcp.Implementation, opts *mcp.ClientOptions) *mcp.Client {
 		caps = *o.Capabilities
 	} else {
 		// The SDK's default when Capabilities is nil.
+		//lint:ignore SA1019 kept as the SDK's default, so a client made here declares what an mcp.NewClient one does
 		caps.RootsV2 = &mcp.RootCapabilities{ListChanged: true}
 	}
 	ext := make(map[string]any, len(caps.Extensions)+1)

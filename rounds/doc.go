@@ -54,7 +54,9 @@
 // are answered from exactly the roots a legacy roots/list request would get,
 // including those added or removed later with AddRoots and RemoveRoots.
 // [Options.Roots] is a convenience: NewClient adds those roots to the client
-// with AddRoots, so both eras see them.
+// with AddRoots, so both eras see them. Roots and sampling are deprecated as
+// of protocol version 2026-07-28 (SEP-2577); the client answers them for as
+// long as servers ask.
 //
 // # Compared with the SDK's built-in loop
 //

@@ -1,5 +1,7 @@
 package rounds
 
+//lint:file-ignore SA1019 rounds answers sampling and roots questions for servers that still ask them (deprecated by protocol 2026-07-28, SEP-2577).
+
 import (
 	"context"
 	"errors"
@@ -52,6 +54,12 @@ type Options struct {
 	// Roots are added to the client with [mcp.Client.AddRoots], so that
 	// legacy roots/list requests and roots/list questions in rounds get the
 	// same answer. Roots added or removed on the client later count too.
+	//
+	// Deprecated: roots are deprecated as of protocol version 2026-07-28
+	// (SEP-2577); servers should take directories or files as tool
+	// arguments, resource URIs or configuration. Questions a server still
+	// asks are answered from the client's roots ([mcp.Client.AddRoots])
+	// whether or not this field is set.
 	Roots []*mcp.Root
 }
 

@@ -1,5 +1,7 @@
 package rounds_test
 
+//lint:file-ignore SA1019 rounds answers sampling and roots questions for servers that still ask them (deprecated by protocol 2026-07-28, SEP-2577).
+
 import (
 	"bytes"
 	"context"
@@ -173,35 +175,6 @@ var form = map[string]any{"type": "object", "properties": map[string]any{"v": ma
 
 func elicit(msg string) *mcp.ElicitParams {
 	return &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: form}
-}
-
-// answers turns an input-responses map into "key=value" lines, sorted.
-func answers(t *testing.T, m mcp.InputResponseMap) string {
-	var lines []string
-	for k, r := range m {
-		switch r := r.(type) {
-		case *mcp.ElicitResult:
-			lines = append(lines, fmt.Sprintf("%s=%s:%v", k, r.Action, r.Content["v"]))
-		case *mcp.ListRootsResult:
-			var uris []string
-			for _, root := range r.Roots {
-				uris = append(uris, root.URI)
-			}
-			lines = append(lines, fmt.Sprintf("%s=roots:%s", k, strings.Join(uris, ",")))
-		case *mcp.CreateMessageWithToolsResult:
-			var s string
-			if len(r.Content) > 0 {
-				if tc, ok := r.Content[0].(*mcp.TextContent); ok {
-					s = tc.Text
-				}
-			}
-			lines = append(lines, fmt.Sprintf("%s=model:%s", k, s))
-		default:
-			t.Errorf("answer %q is %T", k, r)
-		}
-	}
-	slices.Sort(lines)
-	return strings.Join(lines, " ")
 }
 
 // echoElicit answers a form with v set to the question's message.
@@ -423,12 +396,12 @@ func TestSameKeys(t *testing.T) {
 	}))
 	rec, url := serve(t, s, nil)
 	cs := connect(t, url, modern, &mcp.ClientOptions{ElicitationHandler: echoElicit, CreateMessageHandler: sampleEcho},
-		&rounds.Options{Roots: []*mcp.Root{{URI: "file:///work", Name: "work"}}})
+		&rounds.Options{Roots: []*mcp.Root{{URI: "file:///srv/site", Name: "site"}}})
 	res, err := cs.CallTool(testContext(t), &mcp.CallToolParams{Name: "ask"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "alpha=accept:a? beta=accept:b? model=model:re: hi where=roots:file:///work"
+	want := "alpha=accept:a? beta=accept:b? model=model:re: hi where=roots:file:///srv/site"
 	if got := resultText(t, res); got != want {
 		t.Errorf("server saw %q\nwant         %q", got, want)
 	}

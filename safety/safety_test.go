@@ -2,17 +2,15 @@ package safety
 
 import (
 	"bytes"
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/preflightmcp/preflight"
 	"github.com/preflightmcp/preflight/hints"
+	"github.com/preflightmcp/preflight/internal/chromium"
 	"github.com/preflightmcp/preflight/lint"
 	"github.com/preflightmcp/preflight/policy"
 )
@@ -136,7 +134,7 @@ func TestHTMLInChromium(t *testing.T) {
 		{"effect=delete", "Showing 1 of 3 tools (3 rows)", []string{"manage_notes"}, []string{"read_note"}},
 		{"q=nothing-matches", "Showing 0 of 3 tools (0 rows)", nil, []string{"read_note", "append_note", "manage_notes"}},
 	} {
-		dom := chromiumDOM(t, file, tc.fragment)
+		dom := chromium.DOM(t, file, tc.fragment)
 		if !strings.Contains(dom, `data-ready="1"`) {
 			t.Fatalf("#%s: the page's script did not run:\n%s", tc.fragment, dom)
 		}
@@ -169,30 +167,4 @@ func toolHidden(t *testing.T, dom, name string) bool {
 		t.Fatalf("no tbody for %s", name)
 	}
 	return strings.Contains(tag, "hidden")
-}
-
-// chromiumDOM opens file in headless Chromium (Debian's /usr/bin/chromium)
-// with the URL fragment and returns the DOM after the page's script ran.
-func chromiumDOM(t *testing.T, file, fragment string) string {
-	t.Helper()
-	bin := "/usr/bin/chromium"
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("Chromium is required to check the HTML page: %v (apt-get install -y chromium; .ci/run does it)", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	url := "file://" + file
-	if fragment != "" {
-		url += "#" + fragment
-	}
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+t.TempDir(), "--dump-dom", url)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium: %v\n%s", err, stderr.String())
-	}
-	return string(out)
 }

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -22,7 +21,7 @@ func buildFiles(t *testing.T) string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Fatalf("no go tool on PATH (go test puts its own first): %v", err)
 	}
 	out := filepath.Join(t.TempDir(), "files")
 	cmd := exec.Command(goBin, "build", "-o", out, "github.com/preflightmcp/preflight/gateway/redisstore/internal/filesd")

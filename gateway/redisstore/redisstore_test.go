@@ -13,9 +13,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/preflightmcp/preflight/disclose"
+	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/gateway/internal/redistest"
 	"github.com/preflightmcp/preflight/gateway/redisstore"
-	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
 

@@ -18,6 +18,8 @@
 // Every path is confined to the root directory.
 package foldertool
 
+//lint:file-ignore SA1019 describe_folder demonstrates sampling, deprecated by protocol 2026-07-28 (SEP-2577) and still offered by clients during the deprecation window.
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,7 @@
 package foldertool_test
 
+//lint:file-ignore SA1019 describe_folder demonstrates sampling, deprecated by protocol 2026-07-28 (SEP-2577); its tests answer it.
+
 import (
 	"context"
 	"encoding/json"

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -352,7 +351,7 @@ func TestInspectUsageErrors(t *testing.T) {
 func TestInspectStdio(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Fatalf("no go tool on PATH (go test puts its own first): %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "files")
 	build := exec.Command(goTool, "build", "-o", bin, "./examples/files")

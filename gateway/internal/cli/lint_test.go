@@ -13,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -22,6 +21,7 @@ import (
 	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/examples/folders/foldertool"
 	"github.com/preflightmcp/preflight/inject"
+	"github.com/preflightmcp/preflight/internal/chromium"
 	"github.com/preflightmcp/preflight/internal/npmdeps"
 	"github.com/preflightmcp/preflight/lint"
 )
@@ -275,10 +275,6 @@ type lintDoc struct {
 	Counts     map[string]int `json:"counts"`
 	Findings   []lint.Finding `json:"findings"`
 	Suppressed []lint.Finding `json:"suppressed"`
-}
-
-func (d *lintDoc) has(tool, check string) bool {
-	return slices.ContainsFunc(d.Findings, func(f lint.Finding) bool { return f.Tool == tool && f.Check == check })
 }
 
 func (d *lintDoc) checks(tool string) []string {
@@ -663,39 +659,12 @@ func TestDocsLive(t *testing.T) {
 	if code != exitOK || !strings.Contains(errOut, "wrote "+html) {
 		t.Fatalf("html: exit %d\n%s", code, errOut)
 	}
-	dom := chromiumDOM(t, html, "risk=destructive")
+	dom := chromium.DOM(t, html, "risk=destructive")
 	for _, want := range []string{`data-ready="1"`, "Showing 1 of 1 tools (3 rows)"} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("the page in Chromium lacks %q", want)
 		}
 	}
-}
-
-// chromiumDOM opens file in headless Chromium with the URL fragment
-// fragment and returns the DOM after the page's script ran. A missing
-// Chromium fails the test: CI installs it (.ci/run).
-func chromiumDOM(t *testing.T, file, fragment string) string {
-	t.Helper()
-	bin := "/usr/bin/chromium"
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("Chromium is required to check the HTML page: %v (apt-get install -y chromium; .ci/run does it)", err)
-	}
-	abs, err := filepath.Abs(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+t.TempDir(), "--dump-dom", "file://"+abs+"#"+fragment)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium: %v\n%s", err, stderr.String())
-	}
-	return string(out)
 }
 
 // npmServers are the reference servers pinned in lint/testdata, with the
