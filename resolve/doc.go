@@ -18,7 +18,8 @@
 // legacy session) gets the extension's result; any other gets the seed's.
 // Arguments are validated against the tool's input schema, resolver errors
 // and panics become -32603 while the server keeps serving, and a
-// resolution riskier than the static annotations is never sent.
+// resolution riskier than the static declaration ([hints.Exceeds]) is
+// never sent.
 //
 // # Client
 //
@@ -27,5 +28,6 @@
 // returns a [Decision]: the effective annotations and hints with where
 // each came from, whether the call needs confirmation and whether it is
 // safe to retry, following the seed's client rules and the extension's
-// error table.
+// error table. It holds every resolution to the same bounds as the server
+// ([hints.Exceeds]).
 package resolve

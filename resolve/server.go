@@ -306,10 +306,11 @@ func (rs *Server) resolution(ctx context.Context, ss *mcp.ServerSession, e *entr
 		return nil, internalError("tools/resolve: could not resolve tool %q for these arguments; use its static annotations from tools/list", p.Name)
 	}
 	if over := exceeds(r, e); len(over) > 0 {
+		text := excessText(over)
 		rs.logger.ErrorContext(ctx, "tools/resolve: resolution exceeds the static declaration; not sent",
-			"tool", p.Name, "exceeds", over)
-		return nil, internalError("tools/resolve: the resolution of tool %q is riskier than its static declaration (%s) and was withheld; use the static annotations from tools/list",
-			p.Name, strings.Join(over, ", "))
+			"tool", p.Name, "exceeds", text)
+		return nil, internalError("tools/resolve: the resolution of tool %q is riskier than its static declaration in %s and was withheld; use the static annotations from tools/list",
+			p.Name, text)
 	}
 	if over, ok := rs.overrides[p.Name]; ok {
 		rr := *r
@@ -322,18 +323,20 @@ func (rs *Server) resolution(ctx context.Context, ss *mcp.ServerSession, e *entr
 	return r, nil
 }
 
-// exceeds lists where r is riskier than e's static declaration: the
-// extension's monotonic rules for annotations, and, for hints the static
-// declaration sets, a more severe effect or a more sensitive result.
-func exceeds(r *Resolution, e *entry) []string {
-	out := r.Annotations.Exceeds(e.static)
-	if s := e.staticHints.Effect; s != "" && r.Hints.Effect.Rank() > s.Rank() {
-		out = append(out, preflight.MetaEffect)
+// exceeds lists where r is riskier than e's static declaration
+// (hints.Exceeds).
+func exceeds(r *Resolution, e *entry) []hints.Excess {
+	return hints.Exceeds(hints.Declaration{Annotations: e.static, Hints: e.staticHints},
+		hints.Declaration{Annotations: r.Annotations, Hints: r.Hints})
+}
+
+// excessText lists the ways a resolution exceeds its bounds, for messages.
+func excessText(over []hints.Excess) string {
+	parts := make([]string, len(over))
+	for i, x := range over {
+		parts[i] = x.String()
 	}
-	if s := e.staticHints.ResultSensitivity; s != "" && r.Hints.ResultSensitivity.Rank() > s.Rank() {
-		out = append(out, preflight.MetaResultSensitivity)
-	}
-	return out
+	return strings.Join(parts, ", ")
 }
 
 // runResolver calls r, turning a panic into an error.

@@ -264,7 +264,7 @@ func TestBadInputs(t *testing.T) {
 		{"resolver error", map[string]any{"name": "fails", "arguments": map[string]any{"path": "a"}}, nil, -32603, `could not resolve tool "fails"`},
 		{"resolver panic", map[string]any{"name": "panics", "arguments": map[string]any{"path": "a"}}, nil, -32603, `could not resolve tool "panics"`},
 		{"resolution whose hints contradict its annotations", map[string]any{"name": "muddled", "arguments": map[string]any{"path": "a"}}, nil, -32603, `could not resolve tool "muddled"`},
-		{"resolution beyond static bounds", map[string]any{"name": "liar", "arguments": map[string]any{"path": "a"}}, nil, -32603, "riskier than its static declaration (readOnlyHint)"},
+		{"resolution beyond static bounds", map[string]any{"name": "liar", "arguments": map[string]any{"path": "a"}}, nil, -32603, "riskier than its static declaration in readOnlyHint (static true, resolved false)"},
 		{"unsupported extension settings", mf(map[string]any{"path": "a", "action": "read"}),
 			map[string]any{"extensions": map[string]any{preflight.ExtensionToolResolution: map[string]any{"partial": true}}}, -32021, "unsupported settings"},
 	}
