@@ -84,8 +84,8 @@ func TestBoundsAgree(t *testing.T) {
 			t.Fatalf("%s: the resolution contradicts itself (%v): the server would refuse it for that", c.name, cs)
 		}
 		r := resolve.Resolution{Annotations: c.resolved.Annotations, Hints: c.resolved.Hints}
-		rs.AddTool(agreeTool(i, c), noopHandler, resolve.ResolverFunc(func(context.Context, *resolve.Call) (*resolve.Resolution, error) {
-			return &r, nil
+		rs.AddTool(agreeTool(i, c), noopHandler, resolve.ResolverFunc(func(context.Context, *resolve.Call) (resolve.Resolution, error) {
+			return r, nil
 		}))
 	}
 	hs := httptest.NewServer(endpoint.NewHandler(honest, nil))
@@ -116,8 +116,8 @@ func TestBoundsAgree(t *testing.T) {
 		tool := agreeTool(i, c)
 		tool.Annotations, tool.Meta = nil, nil
 		r := resolve.Resolution{Annotations: c.resolved.Annotations, Hints: c.resolved.Hints}
-		lrs.AddTool(tool, noopHandler, resolve.ResolverFunc(func(context.Context, *resolve.Call) (*resolve.Resolution, error) {
-			return &r, nil
+		lrs.AddTool(tool, noopHandler, resolve.ResolverFunc(func(context.Context, *resolve.Call) (resolve.Resolution, error) {
+			return r, nil
 		}))
 	}
 	ls := httptest.NewServer(endpoint.NewHandler(lax, nil))

@@ -11,15 +11,18 @@
 // A tool becomes resolvable when it is added through [AddTool] (typed) or
 // [Server.AddTool] (raw) with a [Resolver]: a declarative [Table] keyed by
 // one argument's value, from which the tool's static annotations and hints
-// are derived, or any [ResolverFunc].
+// are derived, or any [ResolverFunc]. A resolver gets the call's name and
+// arguments and a [Caller], a read-only view of who asks: it cannot reach
+// the client.
 //
 // Every request is answered in the shape it negotiated: a request that
 // declares the extension (per request under 2026-07-28, in initialize on a
 // legacy session) gets the extension's result; any other gets the seed's.
-// Arguments are validated against the tool's input schema, resolver errors
-// and panics become -32603 while the server keeps serving, and a
+// Arguments are validated against the tool's input schema, resolver
+// errors and panics become -32603 while the server keeps serving, and a
 // resolution riskier than the static declaration ([hints.Exceeds]) is
-// never sent.
+// never sent, whether computed afresh or remembered from earlier in the
+// session.
 //
 // # Client
 //
