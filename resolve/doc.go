@@ -18,11 +18,11 @@
 // Every request is answered in the shape it negotiated: a request that
 // declares the extension (per request under 2026-07-28, in initialize on a
 // legacy session) gets the extension's result; any other gets the seed's.
-// Arguments are validated against the tool's input schema, resolver
-// errors and panics become -32603 while the server keeps serving, and a
-// resolution riskier than the static declaration ([hints.Exceeds]) is
-// never sent, whether computed afresh or remembered from earlier in the
-// session.
+// Params that do not decode get -32602 naming the field, arguments are
+// validated against the tool's input schema, resolver errors and panics
+// become -32603 while the server keeps serving, and a resolution riskier
+// than the static declaration ([hints.Exceeds]) is never sent, whether
+// computed afresh or remembered from earlier in the session.
 //
 // # Client
 //

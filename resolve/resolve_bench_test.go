@@ -203,7 +203,7 @@ func BenchmarkServerDispatch(b *testing.B) {
 		resolveReq := func(name string, args map[string]any) mcp.Request {
 			p := &preflight.ResolveParams{Name: name, Arguments: args}
 			p.Meta = meta
-			return &mcp.ServerRequest[*preflight.ResolveParams]{Session: ss, Params: p}
+			return resolve.NewResolveRequest(ss, p)
 		}
 		ops := []struct {
 			name   string

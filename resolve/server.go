@@ -224,6 +224,12 @@ func remarshal(from, to any) error {
 	return json.Unmarshal(b, to)
 }
 
+// Bounds on what error messages repeat of a request.
+const (
+	maxEchoName   = 128 // a tool name, as tool names go
+	maxEchoSchema = 400 // a validation error: the field and part of the value
+)
+
 // Errors sent to clients.
 func invalidParams(format string, args ...any) error {
 	return &jsonrpc.Error{Code: preflight.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
@@ -256,15 +262,18 @@ func negotiatedBy(caps *mcp.ClientCapabilities) negotiation {
 	return negotiatedUnsupported
 }
 
-func (rs *Server) handle(ctx context.Context, ss *mcp.ServerSession, p *preflight.ResolveParams) (*preflight.ResolveResult, error) {
+func (rs *Server) handle(ctx context.Context, ss *mcp.ServerSession, p *resolveParams) (*preflight.ResolveResult, error) {
 	if p == nil {
 		// Null or missing params (legacy sessions let them through).
 		// Checked first: the SDK's request accessors cannot take nil
 		// params of a type that embeds ParamsBase.
 		return nil, invalidParams(`tools/resolve: missing params: send {"name": TOOL, "arguments": {...}}`)
 	}
+	if p.problem != "" {
+		return nil, invalidParams("tools/resolve: %s", p.problem)
+	}
 	extra, _ := ctx.Value(extraKey{}).(*mcp.RequestExtra)
-	req := &mcp.ServerRequest[*preflight.ResolveParams]{Session: ss, Params: p, Extra: extra}
+	req := &mcp.ServerRequest[*resolveParams]{Session: ss, Params: p, Extra: extra}
 	caps := req.ClientCapabilities()
 	neg := negotiatedBy(caps)
 	if neg == negotiatedUnsupported {
@@ -285,13 +294,14 @@ func (rs *Server) handle(ctx context.Context, ss *mcp.ServerSession, p *prefligh
 	e, ok := rs.tools[p.Name]
 	rs.mu.RUnlock()
 	if !ok {
-		return nil, invalidParams("tools/resolve: tool %q is unknown or not resolvable on this server; resolve only tools marked resolvable in tools/list", p.Name)
+		return nil, invalidParams("tools/resolve: tool %q is unknown or not resolvable on this server; resolve only tools marked resolvable in tools/list", clip(p.Name, maxEchoName))
 	}
 	if p.Arguments == nil {
 		return nil, invalidParams(`tools/resolve: missing "arguments" for tool %q: send the complete arguments of the intended call ({} for none)`, p.Name)
 	}
 	if err := e.schema.Validate(p.Arguments); err != nil {
-		return nil, invalidParams("tools/resolve: invalid arguments for tool %q: %s", p.Name, strings.TrimPrefix(err.Error(), "validating root: "))
+		// The validator quotes the offending value: keep the field, cut the value.
+		return nil, invalidParams("tools/resolve: invalid arguments for tool %q: %s", p.Name, clip(strings.TrimPrefix(err.Error(), "validating root: "), maxEchoSchema))
 	}
 
 	call := &Call{Name: p.Name, Arguments: p.Arguments}
@@ -309,7 +319,7 @@ func (rs *Server) handle(ctx context.Context, ss *mcp.ServerSession, p *prefligh
 }
 
 // caller is the view of req's client that a resolver gets.
-func caller(req *mcp.ServerRequest[*preflight.ResolveParams], caps *mcp.ClientCapabilities, stateless bool) Caller {
+func caller(req *mcp.ServerRequest[*resolveParams], caps *mcp.ClientCapabilities, stateless bool) Caller {
 	c := Caller{
 		ProtocolVersion: req.ProtocolVersion(),
 		Capabilities:    caps,

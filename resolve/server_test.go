@@ -22,6 +22,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(stdioServerEnv) != "" {
+		os.Exit(serveStdio())
+	}
 	goleak.VerifyTestMain(m)
 }
 
