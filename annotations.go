@@ -53,39 +53,12 @@ func (a Annotations) ToolAnnotations(title string) *mcp.ToolAnnotations {
 	}
 }
 
-// Exceeds lists the hints in which a resolution a is riskier than the
-// static declaration static, by the extension's monotonic rules (core
-// defaults already applied to both):
-//
-//   - static read-only: every resolution is read-only;
-//   - static not destructive (and not read-only): no resolution is destructive;
-//   - static idempotent: every non-read-only resolution is idempotent;
-//   - static closed world: no resolution is open world.
-//
-// An empty result means a stays within the bounds.
-func (a Annotations) Exceeds(static Annotations) []string {
-	var out []string
-	if static.ReadOnlyHint && !a.ReadOnlyHint {
-		out = append(out, "readOnlyHint")
-	}
-	if !static.ReadOnlyHint && !static.DestructiveHint && !a.ReadOnlyHint && a.DestructiveHint {
-		out = append(out, "destructiveHint")
-	}
-	if static.IdempotentHint && !a.ReadOnlyHint && !a.IdempotentHint {
-		out = append(out, "idempotentHint")
-	}
-	if !static.OpenWorldHint && a.OpenWorldHint {
-		out = append(out, "openWorldHint")
-	}
-	return out
-}
-
 // WorstCase returns the most conservative annotations that bound every one
 // of list: read-only only if all are, destructive if any non-read-only one
 // is, idempotent only if every non-read-only one is, open world if any is.
 // It is how a table of resolutions derives the static annotations of its
-// tool, so that the two cannot drift. An empty list gives
-// [DefaultAnnotations].
+// tool, so that the two cannot drift (hints.Exceeds is the bound they
+// set). An empty list gives [DefaultAnnotations].
 func WorstCase(list ...Annotations) Annotations {
 	if len(list) == 0 {
 		return DefaultAnnotations

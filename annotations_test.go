@@ -1,11 +1,11 @@
 package preflight_test
 
 import (
-	"reflect"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/preflightmcp/preflight"
+	"github.com/preflightmcp/preflight/hints"
 )
 
 func TestAnnotationsOfDefaults(t *testing.T) {
@@ -23,30 +23,6 @@ func TestAnnotationsOfDefaults(t *testing.T) {
 	}
 }
 
-func TestExceeds(t *testing.T) {
-	ro := preflight.Annotations{ReadOnlyHint: true}
-	additive := preflight.Annotations{}
-	idem := preflight.Annotations{IdempotentHint: true}
-	cases := []struct {
-		name           string
-		static, result preflight.Annotations
-		want           []string
-	}{
-		{"read-only stays read-only", ro, preflight.Annotations{}, []string{"readOnlyHint"}},
-		{"not destructive stays so", additive, preflight.Annotations{DestructiveHint: true}, []string{"destructiveHint"}},
-		{"idempotent stays so", idem, preflight.Annotations{}, []string{"idempotentHint"}},
-		{"read-only result of an idempotent tool", idem, ro, nil},
-		{"closed world stays closed", additive, preflight.Annotations{OpenWorldHint: true}, []string{"openWorldHint"}},
-		{"defaults bound everything", preflight.DefaultAnnotations, preflight.Annotations{DestructiveHint: true, OpenWorldHint: true}, nil},
-		{"safer is fine", preflight.DefaultAnnotations, ro, nil},
-	}
-	for _, c := range cases {
-		if got := c.result.Exceeds(c.static); !reflect.DeepEqual(got, c.want) {
-			t.Errorf("%s: %v, want %v", c.name, got, c.want)
-		}
-	}
-}
-
 func TestWorstCaseBoundsEveryRow(t *testing.T) {
 	rows := []preflight.Annotations{
 		{ReadOnlyHint: true, IdempotentHint: true},
@@ -59,7 +35,7 @@ func TestWorstCaseBoundsEveryRow(t *testing.T) {
 		t.Errorf("WorstCase = %+v, want %+v", w, want)
 	}
 	for _, r := range rows {
-		if over := r.Exceeds(w); len(over) > 0 {
+		if over := hints.Exceeds(hints.Declaration{Annotations: w}, hints.Declaration{Annotations: r}); len(over) > 0 {
 			t.Errorf("row %+v exceeds the worst case %+v: %v", r, w, over)
 		}
 	}

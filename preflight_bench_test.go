@@ -55,14 +55,13 @@ func BenchmarkResolveResultJSON(b *testing.B) {
 	}
 }
 
-// BenchmarkAnnotations measures the checks every resolution goes through:
-// reading static annotations with the core defaults, the monotonic bounds
-// (server and client both check them), and the worst case of a four-row
-// table (done once per tool, when it is added).
+// BenchmarkAnnotations measures reading static annotations with the core
+// defaults (every resolution does it) and the worst case of a four-row
+// table (done once per tool, when it is added). The bounds check is
+// hints.Exceeds, measured in package hints.
 func BenchmarkAnnotations(b *testing.B) {
 	f := false
 	static := &mcp.ToolAnnotations{DestructiveHint: nil, OpenWorldHint: &f}
-	resolved := preflight.Annotations{ReadOnlyHint: true, IdempotentHint: true}
 	rows := []preflight.Annotations{
 		{ReadOnlyHint: true, IdempotentHint: true},
 		{},
@@ -73,15 +72,6 @@ func BenchmarkAnnotations(b *testing.B) {
 		for b.Loop() {
 			if a := preflight.AnnotationsOf(static); !a.DestructiveHint {
 				b.Fatal(a)
-			}
-		}
-	})
-	b.Run("op=Exceeds", func(b *testing.B) {
-		s := preflight.AnnotationsOf(static)
-		b.ReportAllocs()
-		for b.Loop() {
-			if over := resolved.Exceeds(s); len(over) != 0 {
-				b.Fatal(over)
 			}
 		}
 	})

@@ -29,3 +29,19 @@ func ExampleContradictions() {
 	// Output:
 	// mcp.dev/effect: "read" but readOnlyHint is false
 }
+
+func ExampleExceeds() {
+	static := hints.Declaration{
+		Annotations: preflight.Annotations{ReadOnlyHint: true, IdempotentHint: true},
+		Hints:       hints.Hints{Effect: hints.EffectRead, ResultSensitivity: hints.SensitivityInternal},
+	}
+	resolved := hints.Declaration{
+		Annotations: preflight.Annotations{ReadOnlyHint: true, IdempotentHint: true},
+		Hints:       hints.Hints{Effect: hints.EffectRead, ResultSensitivity: hints.SensitivityRestricted},
+	}
+	for _, x := range hints.Exceeds(static, resolved) {
+		fmt.Println(x)
+	}
+	// Output:
+	// mcp.dev/resultSensitivity (static "internal", resolved "restricted")
+}

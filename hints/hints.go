@@ -309,14 +309,21 @@ func or(a, b *bool) *bool {
 // read-only or idempotent tool, confirmation for a destructive one. Result
 // sensitivity cannot be derived and stays unset.
 func Derive(a preflight.Annotations) Hints {
-	h := Hints{Effect: EffectWrite}
-	if a.ReadOnlyHint {
-		h.Effect = EffectRead
+	return Hints{
+		Effect:               derivedEffect(a),
+		Idempotent:           Bool(derivedIdempotent(a)),
+		RequiresConfirmation: Bool(!a.ReadOnlyHint && a.DestructiveHint),
 	}
-	h.Idempotent = Bool(a.ReadOnlyHint || a.IdempotentHint)
-	h.RequiresConfirmation = Bool(!a.ReadOnlyHint && a.DestructiveHint)
-	return h
 }
+
+func derivedEffect(a preflight.Annotations) Effect {
+	if a.ReadOnlyHint {
+		return EffectRead
+	}
+	return EffectWrite
+}
+
+func derivedIdempotent(a preflight.Annotations) bool { return a.ReadOnlyHint || a.IdempotentHint }
 
 // Contradiction is a hint that disagrees with the standard annotations.
 type Contradiction struct {

@@ -70,3 +70,37 @@ func BenchmarkWrite(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkExceeds measures the bounds check that the server runs on every
+// resolution it sends and the client on every one it receives: within the
+// bounds (the common case), and beyond them.
+func BenchmarkExceeds(b *testing.B) {
+	static := hints.Declaration{
+		Annotations: preflight.Annotations{DestructiveHint: true},
+		Hints:       hints.Hints{Effect: hints.EffectDelete, ResultSensitivity: hints.SensitivityConfidential},
+	}
+	within := hints.Declaration{
+		Annotations: preflight.Annotations{ReadOnlyHint: true, IdempotentHint: true},
+		Hints:       hints.Hints{Effect: hints.EffectRead, ResultSensitivity: hints.SensitivityPublic},
+	}
+	beyond := hints.Declaration{
+		Annotations: preflight.Annotations{DestructiveHint: true, OpenWorldHint: true},
+		Hints:       hints.Hints{Effect: hints.EffectDelete, ResultSensitivity: hints.SensitivityRestricted},
+	}
+	b.Run("within", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if over := hints.Exceeds(static, within); len(over) != 0 {
+				b.Fatal(over)
+			}
+		}
+	})
+	b.Run("beyond", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if over := hints.Exceeds(static, beyond); len(over) != 2 {
+				b.Fatal(over)
+			}
+		}
+	})
+}

@@ -143,7 +143,7 @@ var Checks = []Check{
 		Explanation: "a tools/resolve result is not in the shape the client asked for: the extension shape needs resultType complete, the tool's name and all four annotations; the seed shape needs {tool} with the same name",
 		Fix:         "answer in the extension shape when the request declares io.modelcontextprotocol/tool-resolution and in the seed shape otherwise, with every required field"},
 	{ID: CheckResolveBounds, Severity: Error, Live: true,
-		Explanation: "a resolution is riskier than the static declaration in tools/list (the extension's monotonic bounds, or a more severe effect or more sensitive result than the static hints); clients must reject it",
+		Explanation: "a resolution is riskier than the static declaration in tools/list (the extension's monotonic bounds, or a more severe effect, a more sensitive result or a call no longer idempotent where the static hints say so); servers withhold it and clients reject it",
 		Fix:         "make the static annotations and hints the worst case of every resolution (a resolve.Table derives them), or fix the resolution"},
 	{ID: CheckNotWorstCase, Severity: Warning, Live: true,
 		Explanation: "the static annotations are more conservative than every resolution probed, so clients that do not resolve ask for confirmation needlessly (only as good as the argument values lint could enumerate)",

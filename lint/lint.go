@@ -306,16 +306,12 @@ func resolutionFindings(tool *Tool, static preflight.Annotations) []Finding {
 	return out
 }
 
-// exceeds lists where a resolution is riskier than the static declaration:
-// the extension's monotonic rules, and a more severe effect or a more
-// sensitive result than the static hints declare.
+// exceeds lists where a resolution is riskier than the static declaration
+// (hints.Exceeds), in words.
 func exceeds(a preflight.Annotations, h hints.Hints, static preflight.Annotations, sh hints.Hints) []string {
-	out := a.Exceeds(static)
-	if sh.Effect != "" && h.Effect.Rank() > sh.Effect.Rank() {
-		out = append(out, fmt.Sprintf("%s (%q > %q)", preflight.MetaEffect, h.Effect, sh.Effect))
-	}
-	if sh.ResultSensitivity != "" && h.ResultSensitivity.Rank() > sh.ResultSensitivity.Rank() {
-		out = append(out, fmt.Sprintf("%s (%q > %q)", preflight.MetaResultSensitivity, h.ResultSensitivity, sh.ResultSensitivity))
+	var out []string
+	for _, x := range hints.Exceeds(hints.Declaration{Annotations: static, Hints: sh}, hints.Declaration{Annotations: a, Hints: h}) {
+		out = append(out, x.String())
 	}
 	return out
 }

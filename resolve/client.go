@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/preflightmcp/preflight"
@@ -263,11 +262,12 @@ func (d *Decision) accept(tool *mcp.Tool, res *preflight.ResolveResult, in *poli
 	if name != tool.Name {
 		return fmt.Errorf("%w: resolved %q, asked for %q", errBadResult, name, tool.Name)
 	}
-	if over := ann.Exceeds(preflight.AnnotationsOf(tool.Annotations)); len(over) > 0 {
-		return fmt.Errorf("%w: riskier than the static declaration (%s)", errBadResult, strings.Join(over, ", "))
-	}
 	if err != nil {
 		return fmt.Errorf("%w: %v", errBadResult, err)
+	}
+	static := hints.Declaration{Annotations: preflight.AnnotationsOf(tool.Annotations), Hints: in.StaticHints}
+	if over := hints.Exceeds(static, hints.Declaration{Annotations: ann, Hints: h}); len(over) > 0 {
+		return fmt.Errorf("%w: riskier than the static declaration in %s", errBadResult, excessText(over))
 	}
 	// Only a result that passed every check reaches the decision.
 	in.Resolved, in.ResolvedHints = &ann, h

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/preflightmcp/preflight"
 	"github.com/preflightmcp/preflight/examples/files/filetool"
+	"github.com/preflightmcp/preflight/hints"
 	"github.com/preflightmcp/preflight/policy"
 	"github.com/preflightmcp/preflight/resolve"
 )
@@ -229,7 +230,9 @@ func FuzzPreflightResult(f *testing.F) {
 			if d.Shape != "seed" && d.Shape != "extension" {
 				t.Errorf("resolved in shape %q", d.Shape)
 			}
-			if over := eff.Annotations().Exceeds(static); len(over) > 0 {
+			staticHints, _ := hints.Read(tool.Meta)
+			if over := hints.Exceeds(hints.Declaration{Annotations: static, Hints: staticHints},
+				hints.Declaration{Annotations: eff.Annotations(), Hints: eff.Hints()}); len(over) > 0 {
 				t.Errorf("used a resolution beyond the static bounds (%v): %s", over, result)
 			}
 			if eff.ReadOnly.Source != policy.SourceResolved {

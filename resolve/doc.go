@@ -11,7 +11,9 @@
 // A tool becomes resolvable when it is added through [AddTool] (typed) or
 // [Server.AddTool] (raw) with a [Resolver]: a declarative [Table] keyed by
 // one argument's value, from which the tool's static annotations and hints
-// are derived, or any [ResolverFunc].
+// are derived, or any [ResolverFunc]. A resolver gets the call's name and
+// arguments and a [Caller], a read-only view of who asks: it cannot reach
+// the client.
 //
 // Every request is answered in the shape it negotiated: a request that
 // declares the extension (per request under 2026-07-28, in initialize on a
@@ -20,9 +22,11 @@
 // one object under _meta["mcp.dev/policy-hints"], sent only to a request
 // that declared that key as an extension; tool definitions keep the
 // scalar mcp.dev/ keys.
-// Arguments are validated against the tool's input schema, resolver errors
-// and panics become -32603 while the server keeps serving, and a
-// resolution riskier than the static annotations is never sent.
+// Params that do not decode get -32602 naming the field, arguments are
+// validated against the tool's input schema, resolver errors and panics
+// become -32603 while the server keeps serving, and a resolution riskier
+// than the static declaration ([hints.Exceeds]) is never sent, whether
+// computed afresh or remembered from earlier in the session.
 //
 // # Client
 //
@@ -33,5 +37,6 @@
 // safe to retry, following the seed's client rules and the extension's
 // error table. A resolved call is described by its resolution alone (see
 // [github.com/preflightmcp/preflight/policy.Evaluate]); the static declaration counts only for a call that
-// was not resolved.
+// was not resolved. It holds every resolution to the same bounds as the
+// server ([hints.Exceeds]).
 package resolve

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/preflightmcp/preflight"
 	"github.com/preflightmcp/preflight/hints"
@@ -51,14 +52,33 @@ func (r *Resolution) check() error {
 
 // A Call is the tool call a resolver is asked about.
 type Call struct {
-	// Tool is the tool as listed in tools/list. Do not modify it.
-	Tool *mcp.Tool
+	// Name is the tool's name.
+	Name string
 	// Arguments are the complete arguments, already validated against the
 	// tool's input schema. Do not modify them.
 	Arguments map[string]any
-	// Session is the session of the request; under 2026-07-28 it lives for
-	// this one request only.
-	Session *mcp.ServerSession
+	// Caller is what is known about the client that asks.
+	Caller Caller
+}
+
+// A Caller is what a resolver may know about the client behind a call. It
+// is a view, not a connection: a resolver cannot send the client anything
+// (no elicitation, no sampling, no roots), so a resolution never waits on a
+// person or a model.
+type Caller struct {
+	// SessionID is the id of the legacy session the call came in; "" under
+	// 2026-07-28 and on transports without session ids, such as stdio.
+	SessionID string
+	// ProtocolVersion is the protocol version of the request.
+	ProtocolVersion string
+	// Capabilities are the client's capabilities: the request's own under
+	// 2026-07-28, the ones declared in initialize before. Nil if unknown.
+	// Do not modify them.
+	Capabilities *mcp.ClientCapabilities
+	// TokenInfo is the request's verified bearer token (its user and
+	// scopes) when the HTTP handler checks tokens, as
+	// [auth.RequireBearerToken] does; nil otherwise. Do not modify it.
+	TokenInfo *auth.TokenInfo
 }
 
 // A Resolver computes the resolution of one call. It must be cheap and
@@ -67,14 +87,14 @@ type Call struct {
 // anything. A returned error is reported to the client as -32603 and the
 // client falls back to the static annotations.
 type Resolver interface {
-	Resolve(ctx context.Context, call *Call) (*Resolution, error)
+	Resolve(ctx context.Context, call *Call) (Resolution, error)
 }
 
 // ResolverFunc adapts a function to [Resolver].
-type ResolverFunc func(ctx context.Context, call *Call) (*Resolution, error)
+type ResolverFunc func(ctx context.Context, call *Call) (Resolution, error)
 
 // Resolve calls f.
-func (f ResolverFunc) Resolve(ctx context.Context, call *Call) (*Resolution, error) {
+func (f ResolverFunc) Resolve(ctx context.Context, call *Call) (Resolution, error) {
 	return f(ctx, call)
 }
 
@@ -141,18 +161,17 @@ func (t *Table) enum(propType string) []any {
 }
 
 // Resolve returns the row selected by the call's argument.
-func (t *Table) Resolve(_ context.Context, call *Call) (*Resolution, error) {
+func (t *Table) Resolve(_ context.Context, call *Call) (Resolution, error) {
 	v, ok := call.Arguments[t.Argument]
 	if ok {
 		if r, found := t.Rows[rowKey(v)]; found {
-			return &r, nil
+			return r, nil
 		}
 	}
 	if t.Default != nil {
-		return t.Default, nil
+		return *t.Default, nil
 	}
-	s := t.Static()
-	return &s, nil
+	return t.Static(), nil
 }
 
 // check reports misuse of t for a tool with the given input schema: an

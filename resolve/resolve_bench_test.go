@@ -45,9 +45,9 @@ const benchNoop = "noop"
 const benchNoopRaw = "noop_raw"
 
 // benchFileResolver is the function resolver of get_file.
-var benchFileResolver = resolve.ResolverFunc(func(_ context.Context, c *resolve.Call) (*resolve.Resolution, error) {
+var benchFileResolver = resolve.ResolverFunc(func(_ context.Context, c *resolve.Call) (resolve.Resolution, error) {
 	p, _ := c.Arguments["path"].(string)
-	r := &resolve.Resolution{Annotations: preflight.Annotations{ReadOnlyHint: true, IdempotentHint: true}}
+	r := resolve.Resolution{Annotations: preflight.Annotations{ReadOnlyHint: true, IdempotentHint: true}}
 	r.Hints.Effect = hints.EffectRead
 	if strings.HasPrefix(p, "public/") {
 		r.Hints.ResultSensitivity = hints.SensitivityPublic
@@ -118,7 +118,7 @@ func BenchmarkResolveTable(b *testing.B) {
 	tool := filetool.Tool()
 	for _, action := range filetool.Actions {
 		b.Run("action="+action, func(b *testing.B) {
-			call := &resolve.Call{Tool: tool, Arguments: map[string]any{"path": "a.txt", "action": action}}
+			call := &resolve.Call{Name: tool.Name, Arguments: map[string]any{"path": "a.txt", "action": action}}
 			want := action == "read"
 			b.ReportAllocs()
 			for b.Loop() {
@@ -138,7 +138,7 @@ func BenchmarkResolveFunc(b *testing.B) {
 	tool := benchGetFileTool()
 	for _, c := range []struct{ name, path string }{{"public", "public/readme.md"}, {"private", "hr/salaries.csv"}} {
 		b.Run("path="+c.name, func(b *testing.B) {
-			call := &resolve.Call{Tool: tool, Arguments: map[string]any{"path": c.path}}
+			call := &resolve.Call{Name: tool.Name, Arguments: map[string]any{"path": c.path}}
 			b.ReportAllocs()
 			for b.Loop() {
 				r, err := benchFileResolver.Resolve(ctx, call)
@@ -203,7 +203,7 @@ func BenchmarkServerDispatch(b *testing.B) {
 		resolveReq := func(name string, args map[string]any) mcp.Request {
 			p := &preflight.ResolveParams{Name: name, Arguments: args}
 			p.Meta = meta
-			return &mcp.ServerRequest[*preflight.ResolveParams]{Session: ss, Params: p}
+			return resolve.NewResolveRequest(ss, p)
 		}
 		ops := []struct {
 			name   string

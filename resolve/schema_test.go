@@ -92,8 +92,8 @@ func addRepoTool(rs *resolve.Server) {
 		func(context.Context, *mcp.CallToolRequest, pathArgs) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{}, nil, nil
 		},
-		resolve.ResolverFunc(func(context.Context, *resolve.Call) (*resolve.Resolution, error) {
-			return &resolve.Resolution{
+		resolve.ResolverFunc(func(context.Context, *resolve.Call) (resolve.Resolution, error) {
+			return resolve.Resolution{
 				Annotations:     preflight.Annotations{ReadOnlyHint: true},
 				Hints:           hints.Hints{ResultSensitivity: hints.SensitivityPublic},
 				SecuritySchemes: []preflight.SecurityScheme{{Type: "noauth"}},

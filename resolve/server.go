@@ -33,8 +33,10 @@ type ServerOptions struct {
 	// resolutions remembered so that identical (name, arguments) get
 	// identical results within the session, as the seed requires. Once it
 	// is full, further resolutions are computed but not remembered. Zero
-	// means 1024. Tables are pure and need no cache; under 2026-07-28
-	// there are no sessions and nothing is remembered.
+	// means 1024. Resolutions are remembered per tool as added: adding a
+	// tool again or removing it forgets them. Tables are pure and need no
+	// cache; under 2026-07-28 there are no sessions and nothing is
+	// remembered.
 	SessionCacheSize int
 }
 
@@ -49,7 +51,7 @@ type Server struct {
 	tools map[string]*entry
 
 	cacheMu sync.Mutex
-	caches  map[*mcp.ServerSession]map[string]*Resolution
+	caches  map[*mcp.ServerSession]*sessionCache
 }
 
 // entry is one resolvable tool.
@@ -60,6 +62,14 @@ type entry struct {
 	static      preflight.Annotations
 	staticHints hints.Hints
 	schema      *jsonschema.Resolved
+	// retired is set, under Server.cacheMu, once the tool is added again
+	// or removed: its resolutions are then never remembered.
+	retired bool
+}
+
+// declaration is e's static declaration, the bound of its resolutions.
+func (e *entry) declaration() hints.Declaration {
+	return hints.Declaration{Annotations: e.static, Hints: e.staticHints}
 }
 
 // NewServer installs tool resolution on s: the tools/resolve method, the
@@ -75,7 +85,7 @@ func NewServer(s *mcp.Server, opts *ServerOptions) *Server {
 		overrides: opts.Overrides,
 		cacheSize: opts.SessionCacheSize,
 		tools:     make(map[string]*entry),
-		caches:    make(map[*mcp.ServerSession]map[string]*Resolution),
+		caches:    make(map[*mcp.ServerSession]*sessionCache),
 	}
 	if rs.logger == nil {
 		rs.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -144,20 +154,32 @@ func (rs *Server) AddTool(t *mcp.Tool, h mcp.ToolHandler, r Resolver) {
 	rs.store(e)
 }
 
-// RemoveTools removes tools from the server and from resolution.
+// RemoveTools removes tools from the server and from resolution, and
+// forgets their remembered resolutions.
 func (rs *Server) RemoveTools(names ...string) {
 	rs.server.RemoveTools(names...)
+	var gone []*entry
 	rs.mu.Lock()
 	for _, n := range names {
-		delete(rs.tools, n)
+		if e, ok := rs.tools[n]; ok {
+			gone = append(gone, e)
+			delete(rs.tools, n)
+		}
 	}
 	rs.mu.Unlock()
+	rs.forget(gone...)
 }
 
+// store makes e the resolvable tool of its name, forgetting the
+// resolutions of the tool it replaces.
 func (rs *Server) store(e *entry) {
 	rs.mu.Lock()
+	old := rs.tools[e.tool.Name]
 	rs.tools[e.tool.Name] = e
 	rs.mu.Unlock()
+	if old != nil {
+		rs.forget(old)
+	}
 }
 
 // prepare checks t and r and returns the entry, with t completed as it
@@ -217,6 +239,12 @@ func remarshal(from, to any) error {
 	return json.Unmarshal(b, to)
 }
 
+// Bounds on what error messages repeat of a request.
+const (
+	maxEchoName   = 128 // a tool name, as tool names go
+	maxEchoSchema = 400 // a validation error: the field and part of the value
+)
+
 // Errors sent to clients.
 func invalidParams(format string, args ...any) error {
 	return &jsonrpc.Error{Code: preflight.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
@@ -264,15 +292,20 @@ func declared(caps *mcp.ClientCapabilities, id string) bool {
 	return v == nil || isMap && len(m) == 0
 }
 
-func (rs *Server) handle(ctx context.Context, ss *mcp.ServerSession, p *preflight.ResolveParams) (*preflight.ResolveResult, error) {
+func (rs *Server) handle(ctx context.Context, ss *mcp.ServerSession, p *resolveParams) (*preflight.ResolveResult, error) {
 	if p == nil {
 		// Null or missing params (legacy sessions let them through).
 		// Checked first: the SDK's request accessors cannot take nil
 		// params of a type that embeds ParamsBase.
 		return nil, invalidParams(`tools/resolve: missing params: send {"name": TOOL, "arguments": {...}}`)
 	}
-	req := &mcp.ServerRequest[*preflight.ResolveParams]{Session: ss, Params: p}
-	neg := negotiatedBy(req.ClientCapabilities())
+	if p.problem != "" {
+		return nil, invalidParams("tools/resolve: %s", p.problem)
+	}
+	extra, _ := ctx.Value(extraKey{}).(*mcp.RequestExtra)
+	req := &mcp.ServerRequest[*resolveParams]{Session: ss, Params: p, Extra: extra}
+	caps := req.ClientCapabilities()
+	neg := negotiatedBy(caps)
 	if neg == negotiatedUnsupported {
 		data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{
 			"extensions": map[string]any{preflight.ExtensionToolResolution: map[string]any{}},
@@ -291,16 +324,21 @@ func (rs *Server) handle(ctx context.Context, ss *mcp.ServerSession, p *prefligh
 	e, ok := rs.tools[p.Name]
 	rs.mu.RUnlock()
 	if !ok {
-		return nil, invalidParams("tools/resolve: tool %q is unknown or not resolvable on this server; resolve only tools marked resolvable in tools/list", p.Name)
+		return nil, invalidParams("tools/resolve: tool %q is unknown or not resolvable on this server; resolve only tools marked resolvable in tools/list", clip(p.Name, maxEchoName))
 	}
 	if p.Arguments == nil {
 		return nil, invalidParams(`tools/resolve: missing "arguments" for tool %q: send the complete arguments of the intended call ({} for none)`, p.Name)
 	}
 	if err := e.schema.Validate(p.Arguments); err != nil {
-		return nil, invalidParams("tools/resolve: invalid arguments for tool %q: %s", p.Name, strings.TrimPrefix(err.Error(), "validating root: "))
+		// The validator quotes the offending value: keep the field, cut the value.
+		return nil, invalidParams("tools/resolve: invalid arguments for tool %q: %s", p.Name, clip(strings.TrimPrefix(err.Error(), "validating root: "), maxEchoSchema))
 	}
 
-	res, err := rs.resolution(ctx, ss, e, p, stateless)
+	call := &Call{Name: p.Name, Arguments: p.Arguments}
+	if !e.pure { // a table looks at the arguments only
+		call.Caller = caller(req, caps, stateless)
+	}
+	res, err := rs.resolution(ctx, ss, e, call, stateless)
 	if err != nil {
 		return nil, err
 	}
@@ -310,84 +348,109 @@ func (rs *Server) handle(ctx context.Context, ss *mcp.ServerSession, p *prefligh
 	return seedResult(e.tool, res, stateless), nil
 }
 
-// resolution computes (or, within a legacy session, recalls) the checked
-// resolution of one call, with overrides applied.
-func (rs *Server) resolution(ctx context.Context, ss *mcp.ServerSession, e *entry, p *preflight.ResolveParams, stateless bool) (*Resolution, error) {
-	useCache := !e.pure && !stateless && ss != nil
-	var key string
-	if useCache {
-		b, _ := json.Marshal(p.Arguments) // map keys are sorted: canonical
-		key = p.Name + "\x00" + string(b)
-		if r := rs.cached(ss, key); r != nil {
-			return r, nil
-		}
+// caller is the view of req's client that a resolver gets.
+func caller(req *mcp.ServerRequest[*resolveParams], caps *mcp.ClientCapabilities, stateless bool) Caller {
+	c := Caller{
+		ProtocolVersion: req.ProtocolVersion(),
+		Capabilities:    caps,
 	}
-	r, err := runResolver(ctx, e.resolver, &Call{Tool: e.tool, Arguments: p.Arguments, Session: ss})
-	if err != nil {
-		rs.logger.ErrorContext(ctx, "tools/resolve: resolver failed", "tool", p.Name, "error", err)
-		return nil, internalError("tools/resolve: could not resolve tool %q for these arguments; use its static annotations from tools/list", p.Name)
+	if !stateless && req.Session != nil {
+		c.SessionID = req.Session.ID()
 	}
-	if r == nil {
-		rs.logger.ErrorContext(ctx, "tools/resolve: resolver returned no resolution", "tool", p.Name)
-		return nil, internalError("tools/resolve: could not resolve tool %q for these arguments; use its static annotations from tools/list", p.Name)
+	if req.Extra != nil {
+		c.TokenInfo = req.Extra.TokenInfo
 	}
-	if err := r.check(); err != nil {
-		rs.logger.ErrorContext(ctx, "tools/resolve: resolver returned unusable hints", "tool", p.Name, "error", err)
-		return nil, internalError("tools/resolve: could not resolve tool %q for these arguments; use its static annotations from tools/list", p.Name)
-	}
-	if over := exceeds(r, e); len(over) > 0 {
-		rs.logger.ErrorContext(ctx, "tools/resolve: resolution exceeds the static declaration; not sent",
-			"tool", p.Name, "exceeds", over)
-		return nil, internalError("tools/resolve: the resolution of tool %q is riskier than its static declaration (%s) and was withheld; use the static annotations from tools/list",
-			p.Name, strings.Join(over, ", "))
-	}
-	if over, ok := rs.overrides[p.Name]; ok {
-		rr := *r
-		rr.Hints = hints.Merge(rr.Hints, over)
-		r = &rr
-	}
-	if useCache {
-		rs.remember(ss, key, r)
-	}
-	return r, nil
+	return c
 }
 
-// exceeds lists where r is riskier than e's static declaration: the
-// extension's monotonic rules for annotations, and, for hints the static
-// declaration sets, a more severe effect or a more sensitive result.
-func exceeds(r *Resolution, e *entry) []string {
-	out := r.Annotations.Exceeds(e.static)
-	if s := e.staticHints.Effect; s != "" && r.Hints.Effect.Rank() > s.Rank() {
-		out = append(out, preflight.MetaEffect)
+// resolution computes (or, within a legacy session, recalls) the checked
+// resolution of one call, with overrides applied.
+func (rs *Server) resolution(ctx context.Context, ss *mcp.ServerSession, e *entry, call *Call, stateless bool) (*Resolution, error) {
+	useCache := !e.pure && !stateless && ss != nil
+	var key string
+	var r Resolution
+	hit := false
+	if useCache {
+		b, _ := json.Marshal(call.Arguments) // map keys are sorted: canonical
+		key = string(b)
+		r, hit = rs.cached(ss, e, key)
 	}
-	if s := e.staticHints.ResultSensitivity; s != "" && r.Hints.ResultSensitivity.Rank() > s.Rank() {
-		out = append(out, preflight.MetaResultSensitivity)
+	if !hit {
+		var err error
+		r, err = runResolver(ctx, e.resolver, call)
+		if err != nil {
+			rs.logger.ErrorContext(ctx, "tools/resolve: resolver failed", "tool", call.Name, "error", err)
+			return nil, internalError("tools/resolve: could not resolve tool %q for these arguments; use its static annotations from tools/list", call.Name)
+		}
+		if err := r.check(); err != nil {
+			rs.logger.ErrorContext(ctx, "tools/resolve: resolver returned unusable hints", "tool", call.Name, "error", err)
+			return nil, internalError("tools/resolve: could not resolve tool %q for these arguments; use its static annotations from tools/list", call.Name)
+		}
 	}
-	return out
+	// Every answer, remembered or fresh, is held to the static declaration
+	// of the tool as it is now.
+	if over := hints.Exceeds(e.declaration(), hints.Declaration{Annotations: r.Annotations, Hints: r.Hints}); len(over) > 0 {
+		text := excessText(over)
+		rs.logger.ErrorContext(ctx, "tools/resolve: resolution exceeds the static declaration; not sent",
+			"tool", call.Name, "exceeds", text, "cached", hit)
+		return nil, internalError("tools/resolve: the resolution of tool %q is riskier than its static declaration in %s and was withheld; use the static annotations from tools/list",
+			call.Name, text)
+	}
+	if useCache && !hit {
+		rs.remember(ss, e, key, r)
+	}
+	if over, ok := rs.overrides[call.Name]; ok {
+		r.Hints = hints.Merge(r.Hints, over)
+	}
+	return &r, nil
+}
+
+// excessText lists the ways a resolution exceeds its bounds, for messages.
+func excessText(over []hints.Excess) string {
+	parts := make([]string, len(over))
+	for i, x := range over {
+		parts[i] = x.String()
+	}
+	return strings.Join(parts, ", ")
 }
 
 // runResolver calls r, turning a panic into an error.
-func runResolver(ctx context.Context, r Resolver, c *Call) (res *Resolution, err error) {
+func runResolver(ctx context.Context, r Resolver, c *Call) (res Resolution, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			res, err = nil, fmt.Errorf("panic: %v", p)
+			res, err = Resolution{}, fmt.Errorf("panic: %v", p)
 		}
 	}()
 	return r.Resolve(ctx, c)
 }
 
-func (rs *Server) cached(ss *mcp.ServerSession, key string) *Resolution {
-	rs.cacheMu.Lock()
-	defer rs.cacheMu.Unlock()
-	return rs.caches[ss][key]
+// sessionCache is one legacy session's remembered function resolutions,
+// by tool entry and canonical arguments.
+type sessionCache struct {
+	n       int // resolutions held, bounded by Server.cacheSize
+	byEntry map[*entry]map[string]Resolution
 }
 
-func (rs *Server) remember(ss *mcp.ServerSession, key string, r *Resolution) {
+func (rs *Server) cached(ss *mcp.ServerSession, e *entry, key string) (Resolution, bool) {
 	rs.cacheMu.Lock()
 	defer rs.cacheMu.Unlock()
+	c := rs.caches[ss]
+	if c == nil {
+		return Resolution{}, false
+	}
+	r, ok := c.byEntry[e][key]
+	return r, ok
+}
+
+func (rs *Server) remember(ss *mcp.ServerSession, e *entry, key string, r Resolution) {
+	rs.cacheMu.Lock()
+	defer rs.cacheMu.Unlock()
+	if e.retired {
+		return // the tool was added again or removed meanwhile
+	}
 	c, ok := rs.caches[ss]
 	if !ok {
-		c = make(map[string]*Resolution)
+		c = &sessionCache{byEntry: make(map[*entry]map[string]Resolution)}
 		rs.caches[ss] = c
 		// Forget the session's resolutions when it ends.
 		go func() {
@@ -397,8 +460,35 @@ func (rs *Server) remember(ss *mcp.ServerSession, key string, r *Resolution) {
 			rs.cacheMu.Unlock()
 		}()
 	}
-	if len(c) < rs.cacheSize {
-		c[key] = r
+	if c.n >= rs.cacheSize {
+		return
+	}
+	m := c.byEntry[e]
+	if m == nil {
+		m = make(map[string]Resolution)
+		c.byEntry[e] = m
+	}
+	if _, dup := m[key]; !dup {
+		m[key] = r
+		c.n++
+	}
+}
+
+// forget drops every remembered resolution of the entries, in every
+// session, and keeps resolutions still being computed for them from being
+// remembered.
+func (rs *Server) forget(entries ...*entry) {
+	if len(entries) == 0 {
+		return
+	}
+	rs.cacheMu.Lock()
+	defer rs.cacheMu.Unlock()
+	for _, e := range entries {
+		e.retired = true
+		for _, c := range rs.caches {
+			c.n -= len(c.byEntry[e])
+			delete(c.byEntry, e)
+		}
 	}
 }
 
@@ -463,10 +553,21 @@ func seedResult(listed *mcp.Tool, r *Resolution, stateless bool) *preflight.Reso
 	return res
 }
 
+// extraKey carries a tools/resolve request's [mcp.RequestExtra] (the
+// bearer token's information) from the middleware, which sees it, to the
+// method handler, which the SDK does not hand it.
+type extraKey struct{}
+
 // middleware adds the markers and the capability to tools/list,
-// initialize and server/discover results.
+// initialize and server/discover results, and hands tools/resolve its
+// request's extra information.
 func (rs *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == preflight.MethodResolve {
+			if extra := req.GetExtra(); extra != nil {
+				ctx = context.WithValue(ctx, extraKey{}, extra)
+			}
+		}
 		res, err := next(ctx, method, req)
 		if err != nil || res == nil {
 			return res, err

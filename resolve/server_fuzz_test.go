@@ -148,6 +148,10 @@ var fuzzCodes = map[int64]bool{
 	preflight.CodeMissingCapability: true,
 }
 
+// fuzzMaxError bounds an error's message and data whatever the params:
+// errors name what is wrong, they do not repeat the request.
+const fuzzMaxError = 4 << 10
+
 // fuzzTransportCodes are the codes the SDK's HTTP handler answers with,
 // before any method runs, when a request's _meta carries a protocol
 // version it refuses (-32022 from the stateful handler, which serves no
@@ -160,8 +164,9 @@ var fuzzTransportCodes = map[int64]bool{-32020: true, -32022: true}
 // tools whose resolvers fail, panic or exceed their bounds, through
 // endpoint.NewHandler over loopback HTTP. Invariants: no HTTP 5xx; a
 // request that is JSON gets a JSON-RPC response, which is either a result
-// in one of the two shapes or an error with one of fuzzCodes; and the
-// server answers a valid request afterwards, in the same session.
+// in one of the two shapes or an error with one of fuzzCodes, whose
+// message and data stay under fuzzMaxError however large the params; and
+// the server answers a valid request afterwards, in the same session.
 //
 // mode selects the peer: bit 0 clear is 2026-07-28 (the request _meta is
 // spliced into object params), set is 2025-11-25 (params sent as they
@@ -214,6 +219,13 @@ func FuzzResolveParams(f *testing.F) {
 		`{"name":"manage_files","arguments":{"path":"a","action":"read"}`,
 		``,
 		`null`,
+		// Large params that fail to decode, or name what does not exist:
+		// the error must stay small.
+		`{"name":{"x":"` + strings.Repeat("y", 64<<10) + `"},"arguments":{}}`,
+		`{"name":"manage_files","arguments":"` + strings.Repeat(`\"`, 32<<10) + `"}`,
+		`{"name":"` + strings.Repeat("n", 64<<10) + `","arguments":{}}`,
+		`{"name":"manage_files","arguments":{"path":"a","action":"` + strings.Repeat("\u0001", 16<<10) + `"}}`,
+		`[` + strings.Repeat(`"z",`, 16<<10) + `0]`,
 	} {
 		for mode := range uint8(len(peers)) {
 			f.Add([]byte(params), mode)
@@ -276,6 +288,8 @@ func checkResolveReply(status int, raw []byte, decodable bool, params []byte, sh
 	switch {
 	case r.Error != nil && r.Result != nil:
 		return fmt.Errorf("both result and error: %s", raw)
+	case r.Error != nil && len(r.Error.Message)+len(r.Error.Data) > fuzzMaxError:
+		return fmt.Errorf("HTTP %d, an error of %d bytes for params of %d: %.300s", status, len(r.Error.Message)+len(r.Error.Data), len(params), raw)
 	case r.Error != nil:
 		if fuzzCodes[r.Error.Code] {
 			return nil

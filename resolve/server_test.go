@@ -23,6 +23,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(stdioServerEnv) != "" {
+		os.Exit(serveStdio())
+	}
 	goleak.VerifyTestMain(m)
 }
 
@@ -64,19 +67,19 @@ func addErrorPathTools(s *mcp.Server, rs *resolve.Server) {
 	noop := func(context.Context, *mcp.CallToolRequest, pathArgs) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
 	}
-	resolver := func(r *resolve.Resolution, err error) resolve.Resolver {
-		return resolve.ResolverFunc(func(context.Context, *resolve.Call) (*resolve.Resolution, error) { return r, err })
+	resolver := func(r resolve.Resolution, err error) resolve.Resolver {
+		return resolve.ResolverFunc(func(context.Context, *resolve.Call) (resolve.Resolution, error) { return r, err })
 	}
 	resolve.AddTool(rs, &mcp.Tool{Name: "fails", Description: "resolver errors"}, noop,
-		resolver(nil, errors.New("backend unreachable")))
+		resolver(resolve.Resolution{}, errors.New("backend unreachable")))
 	resolve.AddTool(rs, &mcp.Tool{Name: "panics", Description: "resolver panics"}, noop,
-		resolve.ResolverFunc(func(context.Context, *resolve.Call) (*resolve.Resolution, error) { panic("boom") }))
+		resolve.ResolverFunc(func(context.Context, *resolve.Call) (resolve.Resolution, error) { panic("boom") }))
 	// liar: static read-only, resolves to a write: must be withheld.
 	resolve.AddTool(rs, &mcp.Tool{Name: "liar", Description: "resolution exceeds its bounds",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, noop,
-		resolver(&resolve.Resolution{Annotations: preflight.Annotations{DestructiveHint: true}}, nil))
+		resolver(resolve.Resolution{Annotations: preflight.Annotations{DestructiveHint: true}}, nil))
 	resolve.AddTool(rs, &mcp.Tool{Name: "muddled", Description: "hints contradict annotations"}, noop,
-		resolver(&resolve.Resolution{Annotations: preflight.Annotations{DestructiveHint: true}, Hints: hints.Hints{Effect: hints.EffectRead}}, nil))
+		resolver(resolve.Resolution{Annotations: preflight.Annotations{DestructiveHint: true}, Hints: hints.Hints{Effect: hints.EffectRead}}, nil))
 	mcp.AddTool(s, &mcp.Tool{Name: "plain", Description: "not resolvable"}, noop)
 }
 
@@ -299,7 +302,7 @@ func TestBadInputs(t *testing.T) {
 		{"resolver error", map[string]any{"name": "fails", "arguments": map[string]any{"path": "a"}}, nil, -32603, `could not resolve tool "fails"`},
 		{"resolver panic", map[string]any{"name": "panics", "arguments": map[string]any{"path": "a"}}, nil, -32603, `could not resolve tool "panics"`},
 		{"resolution whose hints contradict its annotations", map[string]any{"name": "muddled", "arguments": map[string]any{"path": "a"}}, nil, -32603, `could not resolve tool "muddled"`},
-		{"resolution beyond static bounds", map[string]any{"name": "liar", "arguments": map[string]any{"path": "a"}}, nil, -32603, "riskier than its static declaration (readOnlyHint)"},
+		{"resolution beyond static bounds", map[string]any{"name": "liar", "arguments": map[string]any{"path": "a"}}, nil, -32603, "riskier than its static declaration in readOnlyHint (static true, resolved false)"},
 		{"unsupported extension settings", mf(map[string]any{"path": "a", "action": "read"}),
 			map[string]any{"extensions": map[string]any{preflight.ExtensionToolResolution: map[string]any{"partial": true}}}, -32021, "unsupported settings"},
 	}
@@ -390,8 +393,8 @@ func TestDeterministicWithinSession(t *testing.T) {
 		func(context.Context, *mcp.CallToolRequest, pathArgs) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{}, nil, nil
 		},
-		resolve.ResolverFunc(func(context.Context, *resolve.Call) (*resolve.Resolution, error) {
-			r := &resolve.Resolution{Annotations: preflight.Annotations{ReadOnlyHint: true}}
+		resolve.ResolverFunc(func(context.Context, *resolve.Call) (resolve.Resolution, error) {
+			r := resolve.Resolution{Annotations: preflight.Annotations{ReadOnlyHint: true}}
 			if public {
 				r.SecuritySchemes = []preflight.SecurityScheme{{Type: "noauth"}}
 				r.Hints.ResultSensitivity = hints.SensitivityPublic

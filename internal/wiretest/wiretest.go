@@ -156,21 +156,23 @@ func (p *Peer) PostRaw(t testing.TB, body []byte) (int, *Response) {
 // 2026-07-28 requires to mirror the body.
 func setRoutingHeaders(h http.Header, body []byte) {
 	var msg struct {
-		Method string `json:"method"`
-		Params struct {
-			Name string `json:"name"`
-			URI  string `json:"uri"`
-		} `json:"params"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
 	}
 	if json.Unmarshal(body, &msg) != nil || msg.Method == "" {
 		return
 	}
 	h.Set("Mcp-Method", msg.Method)
+	var params struct {
+		Name string `json:"name"`
+		URI  string `json:"uri"`
+	}
+	json.Unmarshal(msg.Params, &params) // params that do not fit name nothing
 	switch msg.Method {
 	case "tools/call", "prompts/get":
-		h.Set("Mcp-Name", msg.Params.Name)
+		h.Set("Mcp-Name", params.Name)
 	case "resources/read":
-		h.Set("Mcp-Name", msg.Params.URI)
+		h.Set("Mcp-Name", params.URI)
 	}
 }
 

@@ -199,10 +199,10 @@ func deleteFolder(root *os.Root) inject.ToolHandler[deleteArgs] {
 // resolveDelete is delete_folder's tools/resolve answer: it reads the
 // folder, never asks.
 func resolveDelete(root *os.Root) resolve.Resolver {
-	return resolve.ResolverFunc(func(_ context.Context, c *resolve.Call) (*resolve.Resolution, error) {
+	return resolve.ResolverFunc(func(_ context.Context, c *resolve.Call) (resolve.Resolution, error) {
 		path, _ := c.Arguments["path"].(string)
 		names, err := listing(root, path)
-		r := &resolve.Resolution{
+		r := resolve.Resolution{
 			Annotations: preflight.Annotations{DestructiveHint: true, IdempotentHint: true},
 			Hints:       hints.Hints{Effect: hints.EffectDelete, Idempotent: hints.Bool(true), RequiresConfirmation: hints.Bool(true)},
 		}
