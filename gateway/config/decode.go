@@ -235,7 +235,7 @@ func (d *decoder) decode(n *node, path string, v reflect.Value, text bool) {
 		for _, p := range n.pairs {
 			kp := join(path, p.key.text)
 			if prev, dup := first[p.key.text]; dup {
-				d.fail(p.key, kp, "duplicate key (first at line %d)", prev.pos.line)
+				d.fail(p.key, kp, "duplicate key (first at line %d)", d.errs.resolve(prev.pos).line)
 				continue
 			}
 			first[p.key.text] = p.key
@@ -267,7 +267,7 @@ func (d *decoder) decode(n *node, path string, v reflect.Value, text bool) {
 				continue
 			}
 			if prev, dup := first[p.key.text]; dup {
-				d.fail(p.key, kp, "duplicate key (first at line %d)", prev.pos.line)
+				d.fail(p.key, kp, "duplicate key (first at line %d)", d.errs.resolve(prev.pos).line)
 				continue
 			}
 			first[p.key.text] = p.key

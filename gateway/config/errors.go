@@ -63,9 +63,10 @@ const maxErrors = 20
 
 // errList collects the problems of one file.
 type errList struct {
-	file string
-	errs Errors
-	cut  bool // problems were left out
+	file  string
+	errs  Errors
+	cut   bool              // problems were left out
+	where func(off int) pos // the line and column of a JSON offset
 }
 
 func (l *errList) add(at pos, path, format string, args ...any) {
@@ -73,7 +74,16 @@ func (l *errList) add(at pos, path, format string, args ...any) {
 		l.cut = true
 		return
 	}
+	at = l.resolve(at)
 	l.errs = append(l.errs, &Error{File: l.file, Line: at.line, Column: at.col, Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// resolve returns at with its line and column.
+func (l *errList) resolve(at pos) pos {
+	if at.line == 0 && at.off > 0 && l.where != nil {
+		return l.where(at.off - 1)
+	}
+	return at
 }
 
 // full reports whether no more problems are kept; reading stops then.

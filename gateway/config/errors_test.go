@@ -49,6 +49,8 @@ var badFiles = []struct {
 	{"listen.yaml", `2:9: listen.http: "localhost" is not host:port (such as 127.0.0.1:8080)
 3:10: listen.stdio: expected true or false, found the string "true"`, schemaRejects},
 	{"duplicate_key.yaml", `6:3: servers.files: duplicate key (first at line 2)`, schemaNA},
+	{"duplicate_key.json", `4:49: mcpServers.files.args: duplicate key (first at line 4)
+5:5: mcpServers.files: duplicate key (first at line 4)`, schemaNA},
 	{"prefix_clash.yaml", `7:13: servers.gitlab.prefix: "gh" is also the prefix of server "github"
 11:5: servers.my_server: its prefix "my_server", made from its name, is also the prefix of server "my server": set prefix`, schemaAccepts},
 	{"redis_missing.yaml", `6:10: disclosure.store: redis needs the Redis server in redis.url`, schemaRejects},

@@ -35,7 +35,7 @@ func testEnv(name string) (string, bool) {
 }
 
 // read returns a file of testdata.
-func read(t *testing.T, name string) []byte {
+func read(t testing.TB, name string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {

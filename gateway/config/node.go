@@ -21,7 +21,10 @@ const (
 	maxNodes = 20_000 // values, after YAML aliases are expanded
 )
 
-type pos struct{ line, col int }
+// pos is where a value starts: a line and column (1-based), or for JSON
+// the offset plus one until an error needs the line and column (counting
+// the columns of every value of a one-line file would be quadratic).
+type pos struct{ line, col, off int }
 
 type kind uint8
 
@@ -121,7 +124,7 @@ func readYAML(data []byte, errs *errList) *node {
 	if err == nil {
 		var next yaml.Node
 		if err = l.Load(&next); err == nil {
-			errs.add(pos{next.Line, next.Column}, "", "YAML: a second document: a config file holds one")
+			errs.add(pos{line: next.Line, col: next.Column}, "", "YAML: a second document: a config file holds one")
 			return nil
 		} else if err == io.EOF {
 			err = nil
@@ -134,7 +137,7 @@ func readYAML(data []byte, errs *errList) *node {
 			if le.ContextMsg != "" {
 				msg += " (" + le.ContextMsg + ")"
 			}
-			errs.add(pos{le.Mark.Line, le.Mark.Column}, "", "YAML: %s", msg)
+			errs.add(pos{line: le.Mark.Line, col: le.Mark.Column}, "", "YAML: %s", msg)
 		} else {
 			errs.add(pos{}, "", "YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 		}
@@ -156,7 +159,7 @@ type yamlConverter struct {
 
 func (c *yamlConverter) fail(n *yaml.Node, format string, args ...any) *node {
 	if !c.failed {
-		c.errs.add(pos{n.Line, n.Column}, "", format, args...)
+		c.errs.add(pos{line: n.Line, col: n.Column}, "", format, args...)
 	}
 	c.failed = true
 	return nil
@@ -173,7 +176,7 @@ func (c *yamlConverter) convert(y *yaml.Node, depth int) *node {
 	if depth > maxDepth {
 		return c.fail(y, "YAML: nested more than %d levels deep", maxDepth)
 	}
-	at := pos{y.Line, y.Column}
+	at := pos{line: y.Line, col: y.Column}
 	switch y.Kind {
 	case yaml.DocumentNode:
 		if len(y.Content) == 0 {
@@ -271,7 +274,8 @@ func readJSON(data []byte, errs *errList) *node {
 		errs.add(lines.pos(data, bad), "", "JSON: unterminated comment")
 		return nil
 	}
-	p := &jsonReader{dec: json.NewDecoder(bytes.NewReader(clean)), data: data, lines: lines}
+	errs.where = func(off int) pos { return lines.pos(data, off) }
+	p := &jsonReader{dec: json.NewDecoder(bytes.NewReader(clean)), data: data}
 	p.dec.UseNumber()
 	n, err := p.value(0)
 	if err == nil {
@@ -304,9 +308,8 @@ type jsonError struct {
 func (e *jsonError) Error() string { return e.msg }
 
 type jsonReader struct {
-	dec   *json.Decoder
-	data  []byte
-	lines lineTable
+	dec  *json.Decoder
+	data []byte
 }
 
 // offset is where the next token starts.
@@ -323,7 +326,7 @@ func (p *jsonReader) value(depth int) (*node, error) {
 	if depth > maxDepth {
 		return nil, &jsonError{off, "nested more than 64 levels deep"}
 	}
-	at := p.lines.pos(p.data, off)
+	at := pos{off: off + 1}
 	tok, err := p.dec.Token()
 	if err != nil {
 		return nil, err
@@ -347,7 +350,7 @@ func (p *jsonReader) value(depth int) (*node, error) {
 				if err != nil {
 					return nil, err
 				}
-				n.pairs = append(n.pairs, pair{&node{kind: scalarNode, tag: "str", text: key, pos: p.lines.pos(p.data, koff)}, v})
+				n.pairs = append(n.pairs, pair{&node{kind: scalarNode, tag: "str", text: key, pos: pos{off: koff + 1}}, v})
 			}
 			_, err := p.dec.Token() // }
 			return n, err
@@ -451,5 +454,5 @@ func lineStarts(data []byte) lineTable {
 func (t lineTable) pos(data []byte, off int) pos {
 	off = min(max(off, 0), len(data))
 	line := sort.Search(len(t), func(i int) bool { return t[i] > off }) - 1
-	return pos{line + 1, utf8.RuneCount(data[t[line]:off]) + 1}
+	return pos{line: line + 1, col: utf8.RuneCount(data[t[line]:off]) + 1}
 }
