@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/preflightmcp/preflight"
 	"github.com/preflightmcp/preflight/disclose"
 	"github.com/preflightmcp/preflight/hints"
 )
@@ -170,6 +171,24 @@ type Annotations struct {
 
 // IsZero reports whether no annotation is set.
 func (a Annotations) IsZero() bool { return a == Annotations{} }
+
+// Apply returns base with every annotation set in a replacing base's.
+func (a Annotations) Apply(base preflight.Annotations) preflight.Annotations {
+	for _, f := range []struct {
+		over *bool
+		into *bool
+	}{
+		{a.ReadOnlyHint, &base.ReadOnlyHint},
+		{a.DestructiveHint, &base.DestructiveHint},
+		{a.IdempotentHint, &base.IdempotentHint},
+		{a.OpenWorldHint, &base.OpenWorldHint},
+	} {
+		if f.over != nil {
+			*f.into = *f.over
+		}
+	}
+	return base
+}
 
 // Hints are the mcp.dev/ policy hints a deployer sets; the zero value of
 // each field means not set.

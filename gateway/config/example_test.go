@@ -1,8 +1,12 @@
 package config_test
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/preflightmcp/preflight/gateway/config"
 )
@@ -77,4 +81,27 @@ func ExampleMarshal() {
 	//   enabled: false
 	//   store: memory
 	//   ttl: 24h
+}
+
+// How a command serves from a config file and follows it: the first
+// config starts the gateway, each later one reconfigures it, and a bad
+// edit (logged by Watch) changes nothing.
+func ExampleWatch() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	err := config.Watch(ctx, "gateway.yaml", &config.WatchOptions{Reload: hup, Logger: log}, func(c *config.Config, err error) {
+		if err != nil {
+			return // the running config stays in force
+		}
+		fmt.Println("serving", c.Names()) // start, or reconfigure, the gateway
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err) // the first load failed: nothing to serve
+		os.Exit(1)
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/preflightmcp/preflight"
 )
 
 // clientFiles are the editors' files of testdata/clients, with the path
@@ -333,6 +335,21 @@ func TestAllows(t *testing.T) {
 	}
 	if !(&Server{}).Allows("anything") {
 		t.Error("no filters must allow every tool")
+	}
+}
+
+func TestAnnotationsApply(t *testing.T) {
+	c := mustParse(t, "c.yaml", `
+servers:
+  s:
+    command: x
+    overrides:
+      t:
+        annotations: {readOnlyHint: true, destructiveHint: false}
+`)
+	got := c.Servers["s"].Overrides["t"].Annotations.Apply(preflight.DefaultAnnotations)
+	if want := (preflight.Annotations{ReadOnlyHint: true, OpenWorldHint: true}); got != want {
+		t.Errorf("Apply = %+v, want %+v (explicit false kept, unset left as it was)", got, want)
 	}
 }
 
