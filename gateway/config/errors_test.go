@@ -1,0 +1,186 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// schemaVerdict says what the JSON Schema makes of a bad canonical file.
+type schemaVerdict int
+
+const (
+	schemaNA      schemaVerdict = iota // not a canonical file the schema reads
+	schemaRejects                      // the schema finds a problem too
+	schemaAccepts                      // only the gateway can tell (environment, relations)
+)
+
+// badFiles are the files of testdata/bad with their exact errors.
+var badFiles = []struct {
+	file   string
+	want   string
+	schema schemaVerdict
+}{
+	{"unknown_key.yaml", `3:5: servers.github.tpye: unknown key, did you mean type? (allowed: args, bearerTokenEnv, command, connect, cwd, disclose, env, envFile, exclude, headers, include, overrides, prefix, rules, separator, timeouts, trust, type, url)`, schemaRejects},
+	{"top_unknown.yaml", `4:1: audit: unknown key (allowed: $schema, disclosure, listen, redis, servers)`, schemaRejects},
+	{"bad_type.yaml", `3:11: servers.github.type: "htp" is not allowed (allowed: stdio, http, sse)`, schemaRejects},
+	{"stdio_with_url.yaml", `5:10: servers.files.url: not allowed for a stdio server (it is for http and sse servers)`, schemaRejects},
+	{"remote_stdio_fields.yaml", `4:10: servers.api.url: not an http:// or https:// URL with a host
+5:14: servers.api.command: not allowed for an sse server (it is for stdio servers)
+6:10: servers.api.cwd: not allowed for an sse server (it is for stdio servers)
+10:8: redis.url: not a Redis URL (allowed: redis://[user:password@]host:port[/db], rediss://... for TLS, unix:///path)`, schemaRejects},
+	{"no_command.yaml", `3:5: servers.files: needs command (a stdio server) or url (an http or sse server)`, schemaRejects},
+	{"null_command.yaml", `3:13: servers.files.command: expected a string, found null`, schemaRejects},
+	{"unset_var.yaml", `5:22: servers.gitlab.headers.Authorization: environment variable GITLAB_TOKEN is not set`, schemaAccepts},
+	{"editor_vars.yaml", `4:12: servers.files.args[0]: environment variable workspaceFolder is not set (${workspaceFolder} is an editor's variable, read in mcpServers and VS Code files only)
+4:34: servers.files.args[1]: ${command:pickFile} is an editor variable that cannot be resolved outside the editor (allowed: ${NAME}, ${env:NAME}, ${NAME:-default})
+4:57: servers.files.args[2]: "1X" is not a variable name (letters, digits and _, not starting with a digit)
+4:66: servers.files.args[3]: unterminated ${ (write $${ for a literal ${)`, schemaAccepts},
+	{"bearer_unset.yaml", `4:21: servers.api.bearerTokenEnv: environment variable MISSING_TOKEN is not set`, schemaAccepts},
+	{"bad_duration.yaml", `5:13: servers.files.timeouts.call: expected a duration such as 30s or 5m, found the number 30
+6:16: servers.files.timeouts.connect: "0s" is not a positive duration (write a number with a unit: 500ms, 30s, 5m, 1h)
+7:17: servers.files.timeouts.shutdown: "-5s" is not a positive duration (write a number with a unit: 500ms, 30s, 5m, 1h)`, schemaRejects},
+	{"discover.yaml", `6:17: servers.files.timeouts.discover: 10s is longer than timeouts.connect (2s), which bounds it`, schemaAccepts},
+	{"bad_bool.yaml", `4:15: servers.files.disclose: expected true or false, found the string "yes"`, schemaRejects},
+	{"listen.yaml", `2:9: listen.http: "localhost" is not host:port (such as 127.0.0.1:8080)
+3:10: listen.stdio: expected true or false, found the string "true"`, schemaRejects},
+	{"duplicate_key.yaml", `6:3: servers.files: duplicate key (first at line 2)`, schemaNA},
+	{"duplicate_key.json", `4:49: mcpServers.files.args: duplicate key (first at line 4)
+5:5: mcpServers.files: duplicate key (first at line 4)`, schemaNA},
+	{"prefix_clash.yaml", `7:13: servers.gitlab.prefix: "gh" is also the prefix of server "github"
+11:5: servers.my_server: its prefix "my_server", made from its name, is also the prefix of server "my server": set prefix`, schemaAccepts},
+	{"redis_missing.yaml", `6:10: disclosure.store: redis needs the Redis server in redis.url`, schemaRejects},
+	{"rules.yaml", `5:9: servers.github.rules[0].name: required: a rule's name identifies it in errors and logs
+10:15: servers.github.rules[2].name: "create" is also the name of rules[1]
+11:15: servers.github.rules[2].tool: "issue_[write" is not a glob pattern (* any characters, ? one, [a-z] one of a class)
+13:9: servers.github.rules[3]: sets no annotation or hint
+16:19: servers.github.overrides.issue_read: sets no annotation or hint
+18:25: servers.github.overrides.delete_file.hints.effect: "remove" is not allowed (allowed: read, write, external, delete)`, schemaRejects},
+	{"headers.yaml", `6:22: servers.api.headers.Authorization: set by bearerTokenEnv too: keep one
+7:23: servers.api.headers.Mcp-Session-Id: set by the gateway on each request; it cannot be configured
+8:21: servers.api.headers.Content-Type: set by the gateway on each request; it cannot be configured
+9:21: servers.api.headers."bad header": not a header name`, schemaRejects},
+	{"many.yaml", func() string {
+		var b strings.Builder
+		for i := range 20 {
+			b.WriteString(strconv.Itoa(3+2*i) + `:11: servers.s` + strconv.Itoa(i) + `.type: "bad" is not allowed (allowed: stdio, http, sse)` + "\n")
+		}
+		return b.String() + "stopped after 20 problems; there may be more"
+	}(), schemaRejects},
+	{"empty.yaml", `the file is empty (expected a mapping with servers)`, schemaNA},
+	{"top_list.yaml", `1:1: expected a mapping with servers, found a sequence`, schemaRejects},
+	{"multi_doc.yaml", `4:1: YAML: a second document: a config file holds one`, schemaNA},
+	{"yaml_syntax.yaml", `4:4: YAML: did not find expected key (while parsing a block mapping)`, schemaNA},
+	{"tag.yaml", `3:14: YAML: unsupported tag "!secret"`, schemaNA},
+	{"aliases.yaml", `1:32: YAML: more than 20000 values (with aliases expanded)`, schemaNA},
+	{"json_syntax.json", `5:7: JSON: invalid character '"' after object key:value pair`, schemaNA},
+	{"deep.json", `1:80: JSON: nested more than 64 levels deep`, schemaNA},
+	{"no_servers.json", `1:16: mcpServers: no servers: at least one is required`, schemaNA},
+	{"mcpservers_type.json", `3:24: mcpServers.remote.type: "websocket" is not allowed (allowed: stdio, http, sse, streamable-http, streamableHttp)
+4:33: mcpServers.local.trust: unknown key (allowed in an mcpServers entry: args, command, cwd, env, envFile, headers, type, url)`, schemaNA},
+	{"vscode_input.json", `9:26: servers.search.env.API_KEY: ${input:search-key} has no default, and preflight cannot prompt for it: set SEARCH_KEY or "search-key" in the environment
+9:58: servers.search.env.OTHER: ${input:other} is not defined in inputs, and preflight cannot prompt for it: set OTHER or "other" in the environment`, schemaNA},
+	{"vscode_sandbox.json", `6:7: servers.files.sandboxEnabled: unknown key (allowed in a VS Code server: args, command, cwd, dev, env, envFile, headers, type, url)`, schemaNA},
+}
+
+// TestBadFiles checks the exact errors of every file in testdata/bad:
+// each line names the file, the line and column, the key and what is
+// allowed.
+func TestBadFiles(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "bad", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, tc := range badFiles {
+		listed = append(listed, filepath.Join("testdata", "bad", tc.file))
+	}
+	slices.Sort(listed)
+	if !slices.Equal(files, listed) {
+		t.Errorf("testdata/bad holds %v, the table %v: every bad file needs its errors written down", files, listed)
+	}
+	for _, tc := range badFiles {
+		t.Run(tc.file, func(t *testing.T) {
+			name := filepath.Join("testdata", "bad", tc.file)
+			c, err := Parse(name, read(t, filepath.Join("bad", tc.file)), testEnv)
+			if err == nil {
+				t.Fatalf("Parse accepted it: %+v", c)
+			}
+			// The table leaves out the file's name that starts each line.
+			var want []string
+			for line := range strings.Lines(tc.want) {
+				line = strings.TrimSuffix(line, "\n")
+				if line[0] >= '0' && line[0] <= '9' {
+					want = append(want, name+":"+line)
+				} else {
+					want = append(want, name+": "+line)
+				}
+			}
+			wantText := strings.Join(want, "\n")
+			if got := err.Error(); got != wantText {
+				t.Errorf("errors:\n%s\nwant:\n%s", got, wantText)
+			}
+			var one *Error
+			if !errors.As(err, &one) || one.File != name {
+				t.Errorf("errors.As(*Error) = %v, %+v", errors.As(err, &one), one)
+			}
+		})
+	}
+}
+
+// TestErrorMessagesAreBounded checks that an error repeats at most a short,
+// escaped part of a long or hostile key or value.
+func TestErrorMessagesAreBounded(t *testing.T) {
+	long := strings.Repeat("k", 5000) + `\u001b[31m`
+	text := `{"servers": {"files": {"command": "npx", "` + long + `": 1, "type": "` + long + `"}}, "listen": {}}`
+	_, err := Parse("c.json", []byte(text), testEnv)
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	msg := err.Error()
+	if len(msg) > 1000 || strings.Contains(msg, "\x1b") {
+		t.Errorf("message of %d bytes, escape kept: %q", len(msg), msg)
+	}
+	if !strings.Contains(msg, `"kkkk`) || !strings.Contains(msg, `…"`) {
+		t.Errorf("message does not show the start of the key: %q", msg)
+	}
+}
+
+// TestSecretsNotRepeated checks that errors about URLs and headers do not
+// repeat their values, which may hold tokens.
+func TestSecretsNotRepeated(t *testing.T) {
+	text := `servers:
+  api:
+    url: "ftp://user:hunter2@example.com/?token=hunter2"
+    headers: {X-Token: "hunter2\x01"}
+redis:
+  url: "http://:hunter2@localhost"
+`
+	_, err := Parse("c.yaml", []byte(text), testEnv)
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("err = %v", err)
+	}
+	if n := len(err.(Errors)); n != 3 {
+		t.Errorf("%d problems, want 3: %v", n, err)
+	}
+}
+
+func TestReadFileLimit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte("0123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readFile(path, 10); err != nil {
+		t.Errorf("10 bytes with a limit of 10: %v", err)
+	}
+	if _, err := readFile(path, 9); err == nil || !strings.Contains(err.Error(), "larger than 9 bytes") {
+		t.Errorf("10 bytes with a limit of 9: %v", err)
+	}
+	if _, err := Parse("big.yaml", make([]byte, MaxFileSize+1), nil); err == nil || !strings.Contains(err.Error(), "big.yaml: larger than") {
+		t.Errorf("Parse of a file too large: %v", err)
+	}
+}

@@ -1,0 +1,55 @@
+package config
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// testEnv is the environment the tests parse with.
+func testEnv(name string) (string, bool) {
+	v, ok := map[string]string{
+		"HOME":             "/home/alice",
+		"API_KEY":          "key-123",
+		"API_TOKEN":        "token-456",
+		"AIRTABLE_API_KEY": "pat-airtable",
+		"DATABASE_URL":     "postgresql://localhost/shop",
+		"DOCS_TOKEN":       "docs-789",
+		"GITHUB_TOKEN":     "ghp_example",
+		"PERPLEXITY_KEY":   "pplx-example",
+		"EMPTY":            "",
+		"CONNECT":          "lazy",
+		"ON":               "true",
+		"WORD":             "yes",
+	}[name]
+	return v, ok
+}
+
+// read returns a file of testdata.
+func read(t testing.TB, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// mustParse parses a test config that must be valid.
+func mustParse(t *testing.T, name, text string) *Config {
+	t.Helper()
+	c, err := Parse(name, []byte(text), testEnv)
+	if err != nil {
+		t.Fatalf("Parse(%s): %v", name, err)
+	}
+	return c
+}
