@@ -7,9 +7,7 @@ import (
 	"io/fs"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -355,16 +353,7 @@ func TestInspectUsageErrors(t *testing.T) {
 
 // TestInspectStdio builds the example server and inspects it over stdio.
 func TestInspectStdio(t *testing.T) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	bin := filepath.Join(t.TempDir(), "files")
-	build := exec.Command(goTool, "build", "-o", bin, "./examples/files")
-	build.Dir = filepath.Join("..", "..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./examples/files: %v\n%s", err, out)
-	}
+	bin := buildExample(t, "files")
 	dir := t.TempDir()
 	file := filepath.Join(dir, "a.txt")
 	if err := os.WriteFile(file, []byte("alpha\n"), 0o644); err != nil {

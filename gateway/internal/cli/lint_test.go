@@ -273,10 +273,6 @@ type lintDoc struct {
 	Suppressed []lint.Finding `json:"suppressed"`
 }
 
-func (d *lintDoc) has(tool, check string) bool {
-	return slices.ContainsFunc(d.Findings, func(f lint.Finding) bool { return f.Tool == tool && f.Check == check })
-}
-
 func (d *lintDoc) checks(tool string) []string {
 	var out []string
 	for _, f := range d.Findings {

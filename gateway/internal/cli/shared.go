@@ -56,15 +56,6 @@ func annFlags(a preflight.Annotations) string {
 	}, " ")
 }
 
-// staticFlags is annFlags for a tool as listed; "(none)" when the tool
-// has no annotations at all and the protocol defaults apply.
-func staticFlags(t *mcp.Tool) string {
-	if t.Annotations == nil {
-		return "(none)"
-	}
-	return annFlags(preflight.AnnotationsOf(t.Annotations))
-}
-
 // hintsText writes the hints that are set, "-" if none.
 func hintsText(h hints.Hints) string {
 	var parts []string

@@ -3,9 +3,7 @@ package cli
 import (
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -242,16 +240,7 @@ func TestTokensServerDisclosed(t *testing.T) {
 // TestTokensStdio builds examples/files and measures it over stdio, with
 // and without progressive disclosure.
 func TestTokensStdio(t *testing.T) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	bin := filepath.Join(t.TempDir(), "files")
-	build := exec.Command(goTool, "build", "-o", bin, "./examples/files")
-	build.Dir = filepath.Join("..", "..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./examples/files: %v\n%s", err, out)
-	}
+	bin := buildExample(t, "files")
 	dir := t.TempDir()
 	code, out, errOut := runMain(t, "tokens", "--", bin, "-root", dir)
 	if code != exitOK {
