@@ -408,3 +408,21 @@ func TestServerExits(t *testing.T) {
 		t.Errorf("exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 }
+
+// BenchmarkSanitize measures the sanitizer every line of text output
+// passes through: plain ASCII (the fast path) and a line full of escape
+// sequences.
+//
+//	go test -run '^$' -bench Sanitize ./gateway/internal/cli/
+func BenchmarkSanitize(b *testing.B) {
+	plain := "manage_files  -- d - --  effect=delete  yes  no  Read, append, replace, or delete\n"
+	hostile := strings.Repeat(hostileDesc+" ", 4) + "\n"
+	for name, line := range map[string]string{"plain": plain, "hostile": hostile} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(line)))
+			for b.Loop() {
+				_ = sanitize(line)
+			}
+		})
+	}
+}
