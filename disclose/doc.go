@@ -14,10 +14,12 @@
 //   - tools/list lists every tool through [Minimal]: a short description
 //     (the author's, in _meta under [MetaShortDescription], or the first
 //     sentence of the description, within [ShortDescriptionLimit]) and an
-//     input schema simplified to [Options.Schema] ({"type":"object",
-//     "additionalProperties":true} by default). Name, title, annotations,
-//     icons and _meta stay, so tool resolution's markers and policy hints
-//     survive. Arguments are still validated against the registered schema.
+//     input schema simplified to [Options.Schema] ({"type":"object"} by
+//     default) and annotations reduced to the values that differ from the
+//     protocol's defaults ([MinimalAnnotations]: a read-only tool needs
+//     readOnlyHint alone). Name, title, icons and _meta stay, so tool
+//     resolution's markers and policy hints survive. Arguments are still
+//     validated against the registered schema.
 //   - resources/list shows the tool_descriptions resource ([DefaultURI]),
 //     named [ResourceName], described by [ResourceDescription] (the
 //     workflow), application/json, with the descriptions' version in its

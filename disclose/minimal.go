@@ -81,10 +81,10 @@ func ParseSchemaLevel(s string) (SchemaLevel, bool) {
 }
 
 // Minimal returns a copy of t as the extension lists it in tools/list
-// (seed 004 section 3.1): the short description and the input schema
-// simplified to level. Name, title, annotations, icons and _meta are kept
-// (resolvable markers and policy hints survive), except the
-// [MetaShortDescription] key. Below [SchemaFull] the output schema is
+// (seed 004 section 3.1): the short description, the input schema
+// simplified to level and the annotations reduced to
+// [MinimalAnnotations]. Name, title, icons and _meta are kept (resolvable
+// markers and policy hints survive), except the [MetaShortDescription] key. Below [SchemaFull] the output schema is
 // dropped too (the tool_descriptions resource serves it). t is not
 // modified; a nil t gives nil.
 //
@@ -96,16 +96,7 @@ func Minimal(t *mcp.Tool, level SchemaLevel) *mcp.Tool {
 	}
 	m := *t
 	if t.Annotations != nil {
-		// The hints stay (clients decide confirmations from them before
-		// they fetch anything); the annotation title, a display name the
-		// full definition still carries, goes, and annotations that only
-		// restate the protocol's defaults go whole.
-		a := *t.Annotations
-		a.Title = ""
-		m.Annotations = &a
-		if preflight.AnnotationsOf(&a) == preflight.DefaultAnnotations {
-			m.Annotations = nil
-		}
+		m.Annotations = MinimalAnnotations(preflight.AnnotationsOf(t.Annotations))
 	}
 	m.Description = Short(t)
 	if len(t.Meta) > 0 {
@@ -126,6 +117,36 @@ func Minimal(t *mcp.Tool, level SchemaLevel) *mcp.Tool {
 	default:
 		m.InputSchema = map[string]any{"type": "object"}
 		m.OutputSchema = nil
+	}
+	return &m
+}
+
+// MinimalAnnotations returns the annotations that say what a, read with
+// the protocol's defaults (readOnlyHint false, destructiveHint true,
+// idempotentHint false, openWorldHint true), says, with only the values
+// that differ from those defaults: a read-only tool keeps readOnlyHint
+// true alone (destructiveHint and idempotentHint mean nothing for it), a
+// tool that writes without destroying keeps destructiveHint false
+// explicitly, an idempotent one idempotentHint true, and a closed-world
+// one openWorldHint false. The title, a display name the full definition
+// still carries, goes. It returns nil when a is the defaults, and
+// [preflight.AnnotationsOf] of the result always decides as a does: a
+// client confirms, retries and bounds resolutions the same way.
+func MinimalAnnotations(a preflight.Annotations) *mcp.ToolAnnotations {
+	var m mcp.ToolAnnotations
+	if a.ReadOnlyHint {
+		m.ReadOnlyHint = true
+	} else {
+		if !a.DestructiveHint {
+			m.DestructiveHint = new(bool)
+		}
+		m.IdempotentHint = a.IdempotentHint
+	}
+	if !a.OpenWorldHint {
+		m.OpenWorldHint = new(bool)
+	}
+	if m == (mcp.ToolAnnotations{}) {
+		return nil
 	}
 	return &m
 }

@@ -14,7 +14,9 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/preflightmcp/preflight"
 	"github.com/preflightmcp/preflight/disclose"
+	"github.com/preflightmcp/preflight/hints"
 )
 
 func TestShortDescription(t *testing.T) {
@@ -223,4 +225,81 @@ func TestMemoryStoreExpiry(t *testing.T) {
 
 func newEchoTool() *mcp.Tool {
 	return &mcp.Tool{Name: "echo", Description: "Echoes.", InputSchema: json.RawMessage(`{"type":"object"}`)}
+}
+
+// TestMinimalAnnotations checks all sixteen combinations of the four
+// annotations: the minimal form sets only values that differ from the
+// protocol's defaults, a read-only tool sets readOnlyHint alone (and
+// openWorldHint false in a closed world), and a client reading the minimal
+// form with the defaults decides everything as it would from the full
+// form: the hints derived (confirmation, retry, effect) and which
+// resolutions exceed the static bounds.
+func TestMinimalAnnotations(t *testing.T) {
+	all := func(yield func(preflight.Annotations) bool) {
+		for i := range 16 {
+			a := preflight.Annotations{ReadOnlyHint: i&1 != 0, DestructiveHint: i&2 != 0, IdempotentHint: i&4 != 0, OpenWorldHint: i&8 != 0}
+			if !yield(a) {
+				return
+			}
+		}
+	}
+	for a := range all {
+		m := disclose.MinimalAnnotations(a)
+		if a == preflight.DefaultAnnotations {
+			if m != nil {
+				t.Errorf("defaults: %+v, want nil", m)
+			}
+			continue
+		}
+		set := map[string]bool{}
+		if m.ReadOnlyHint {
+			set["readOnlyHint"] = true
+		}
+		if m.DestructiveHint != nil {
+			set["destructiveHint"] = *m.DestructiveHint
+		}
+		if m.IdempotentHint {
+			set["idempotentHint"] = true
+		}
+		if m.OpenWorldHint != nil {
+			set["openWorldHint"] = *m.OpenWorldHint
+		}
+		def := map[string]bool{"destructiveHint": true, "openWorldHint": true}
+		for k, v := range set {
+			if v == def[k] {
+				t.Errorf("%+v: %s restates the default %v", a, k, v)
+			}
+		}
+		if a.ReadOnlyHint && (m.DestructiveHint != nil || m.IdempotentHint) {
+			t.Errorf("read-only %+v: %+v, want readOnlyHint alone", a, m)
+		}
+		got := preflight.AnnotationsOf(m)
+		if !reflect.DeepEqual(hints.Derive(got), hints.Derive(a)) {
+			t.Errorf("%+v: derived hints %+v, want %+v", a, hints.Derive(got), hints.Derive(a))
+		}
+		for r := range all {
+			exceeds := func(static preflight.Annotations) []hints.Excess {
+				return hints.Exceeds(hints.Declaration{Annotations: static}, hints.Declaration{Annotations: r})
+			}
+			if (len(exceeds(got)) == 0) != (len(exceeds(a)) == 0) {
+				t.Errorf("static %+v (minimal %+v): resolution %+v exceeds %v, want %v", a, m, r, exceeds(got), exceeds(a))
+			}
+		}
+	}
+	// A write that destroys nothing keeps destructiveHint false explicitly.
+	if m := disclose.MinimalAnnotations(preflight.Annotations{OpenWorldHint: true}); m == nil || m.DestructiveHint == nil || *m.DestructiveHint || m.OpenWorldHint != nil {
+		t.Errorf("non-destructive write: %+v", m)
+	}
+	// Minimal drops the annotation title and the values a read-only tool
+	// does not need; on the wire the Go SDK still writes idempotentHint.
+	tool := &mcp.Tool{Name: "t", Annotations: &mcp.ToolAnnotations{Title: "T", ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: new(bool), OpenWorldHint: new(bool)}}
+	if b, _ := json.Marshal(disclose.Minimal(tool, disclose.SchemaObject).Annotations); string(b) != `{"idempotentHint":false,"openWorldHint":false,"readOnlyHint":true}` {
+		t.Errorf("Minimal annotations: %s", b)
+	}
+	// Annotations that restate every default go whole.
+	yes := true
+	tool.Annotations = &mcp.ToolAnnotations{Title: "T", DestructiveHint: &yes, OpenWorldHint: &yes}
+	if m := disclose.Minimal(tool, disclose.SchemaObject); m.Annotations != nil {
+		t.Errorf("defaults listed: %+v", m.Annotations)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -27,6 +28,17 @@ type Session interface {
 	// Resolve sends tools/resolve and returns the raw result. A JSON-RPC
 	// error is returned as a *jsonrpc.Error.
 	Resolve(ctx context.Context, name string, args map[string]any) (json.RawMessage, error)
+}
+
+// A Describer is a [Session] that can read the full definitions of tools
+// from a server that lists them minimally (progressive disclosure, seed
+// 004, package disclose): [Observe] checks the full definitions, not the
+// short listing, when the primary session implements it.
+type Describer interface {
+	// Describe returns the URI of the server's tool_descriptions resource
+	// and the full definition of each named tool it serves, keyed by name;
+	// "" and nil when the server has no such resource.
+	Describe(ctx context.Context, names []string) (uri string, defs map[string]json.RawMessage, err error)
 }
 
 // ProbeOptions say how [Observe] probes tools/resolve.
@@ -59,6 +71,7 @@ func Observe(ctx context.Context, source string, ext, seed Session, opts *ProbeO
 		return nil, errors.New("lint.Observe: no session")
 	}
 	t := &Target{Kind: KindServer, Source: source, Capabilities: &Capabilities{}, Tools: []*Tool{}}
+	seedCapability := false
 
 	// The handshake of each view.
 	for _, v := range []struct {
@@ -93,7 +106,7 @@ func Observe(ctx context.Context, source string, ext, seed Session, opts *ProbeO
 			t.Capabilities.Extension = true
 		}
 		if init.Capabilities.Tools.Resolve == true {
-			t.Capabilities.Seed = true
+			seedCapability = true
 		}
 	}
 
@@ -152,6 +165,22 @@ func Observe(ctx context.Context, source string, ext, seed Session, opts *ProbeO
 		}
 	}
 
+	// The seed capability counts as declared. Without a seed view, a
+	// server that shows the seed's marker only to clients that declared
+	// nothing cannot be checked for markers: the capability then counts
+	// only when the tools listed carry the marker anyway.
+	t.Capabilities.Seed = seedCapability
+	if seed == nil && seedCapability && !slices.ContainsFunc(t.Tools, func(tool *Tool) bool { return tool.SeedMarker }) {
+		t.Capabilities.Seed = false
+		t.Notes = append(t.Notes, "the server declares capabilities.tools.resolve (the seed shape), which was not checked: no session declared nothing")
+	}
+
+	if d, ok := primary.(Describer); ok && len(t.Tools) > 0 {
+		if err := describeTools(ctx, t, d); err != nil {
+			return nil, err
+		}
+	}
+
 	sessions := map[string]Session{ShapeExtension: ext, ShapeSeed: seed}
 	probeShapes := func(tool *Tool) []string {
 		var out []string
@@ -203,6 +232,76 @@ func Observe(ctx context.Context, source string, ext, seed Session, opts *ProbeO
 		}
 	}
 	return t, nil
+}
+
+// describeTools replaces what t's tools list minimally with their full
+// definitions, when the server serves them.
+func describeTools(ctx context.Context, t *Target, d Describer) error {
+	names := make([]string, len(t.Tools))
+	for i, tool := range t.Tools {
+		names[i] = tool.Name
+	}
+	uri, defs, err := d.Describe(ctx, names)
+	if err != nil {
+		return fmt.Errorf("reading the full tool definitions: %w", err)
+	}
+	if uri == "" {
+		return nil
+	}
+	t.Descriptions = uri
+	for i, tool := range t.Tools {
+		def, ok := defs[tool.Name]
+		if !ok {
+			continue
+		}
+		full, err := withDefinition(tool, def)
+		if err != nil {
+			return fmt.Errorf("reading the full definition of %q from %s: %w", tool.Name, uri, err)
+		}
+		if full != nil {
+			t.Tools[i] = full
+		}
+	}
+	return nil
+}
+
+// definitionFields are the fields a full definition gives; the listing
+// keeps the rest (name, _meta with markers and hints, the seed's marker).
+var definitionFields = []string{"title", "description", "inputSchema", "outputSchema", "annotations"}
+
+// withDefinition returns tool with the fields of its full definition def,
+// or nil when def is an error entry ({"error": ...}: the server does not
+// know the tool).
+func withDefinition(tool *Tool, def json.RawMessage) (*Tool, error) {
+	var d map[string]json.RawMessage
+	if err := json.Unmarshal(def, &d); err != nil || d == nil {
+		return nil, fmt.Errorf("%s, not a tool definition", jsonKind(def))
+	}
+	if _, isError := d["error"]; isError {
+		return nil, nil
+	}
+	var listed map[string]json.RawMessage
+	if err := json.Unmarshal(tool.raw, &listed); err != nil || listed == nil {
+		listed = map[string]json.RawMessage{}
+		b, _ := json.Marshal(tool)
+		_ = json.Unmarshal(b, &listed)
+	}
+	for _, f := range definitionFields {
+		if v, ok := d[f]; ok {
+			listed[f] = v
+		}
+	}
+	raw, err := json.Marshal(listed)
+	if err != nil {
+		return nil, err
+	}
+	full, err := ParseTool(raw)
+	if err != nil {
+		return nil, errors.New(decodeProblem(err))
+	}
+	full.SeedMarker, full.ExtensionMarker = tool.SeedMarker, tool.ExtensionMarker
+	full.Line, full.Described = tool.Line, true
+	return full, nil
 }
 
 // probe sends one tools/resolve and reads the answer.

@@ -14,10 +14,10 @@ func (r *Report) Summary() string {
 	t := r.Target
 	name := "(unnamed)"
 	if t.Server != nil && t.Server.Name != "" {
-		name = strings.TrimSpace(t.Server.Name + " " + t.Server.Version)
+		name = oneLine(t.Server.Name + " " + t.Server.Version)
 	}
 	var parts []string
-	parts = append(parts, fmt.Sprintf("%s %s (%s)", t.Kind, name, t.Source))
+	parts = append(parts, fmt.Sprintf("%s %s (%s)", t.Kind, name, oneLine(t.Source)))
 	if t.ProtocolVersion != "" {
 		parts = append(parts, "protocol "+t.ProtocolVersion)
 	}
@@ -34,6 +34,9 @@ func (r *Report) Summary() string {
 	} else if resolvable > 0 {
 		parts = append(parts, fmt.Sprintf("%d marked resolvable (not probed: a catalog)", resolvable))
 	}
+	if t.Descriptions != "" {
+		parts = append(parts, "full definitions read from "+t.Descriptions)
+	}
 	return strings.Join(parts, ", ")
 }
 
@@ -48,17 +51,21 @@ func plural(n int, what string) string {
 // count, failing at min.
 func (r *Report) WriteText(w io.Writer, min Severity) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "preflight lint: %s\n\n", r.Summary())
+	fmt.Fprintf(&b, "preflight lint: %s\n", r.Summary())
+	for _, n := range r.Target.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	b.WriteString("\n")
 	for _, f := range r.Findings {
 		loc := ""
 		if f.Line > 0 && r.Target.Kind == KindCatalog {
 			loc = fmt.Sprintf("%s:%d: ", r.Target.Source, f.Line)
 		}
-		tool := f.Tool
+		tool := oneLine(f.Tool) // a server's tool name: one line, whatever it holds
 		if tool == "" {
 			tool = "(server)"
 		}
-		fmt.Fprintf(&b, "%s%s: %s %s: %s\n", loc, tool, f.Severity, f.Check, f.Message)
+		fmt.Fprintf(&b, "%s%s: %s %s: %s\n", loc, tool, f.Severity, f.Check, oneLine(f.Message))
 		if f.Arguments != nil {
 			fmt.Fprintf(&b, "  request: tools/resolve %s, %s shape\n", argsText(f.Arguments), f.Shape)
 		}
@@ -97,6 +104,8 @@ type jsonReport struct {
 		Capabilities    *Capabilities   `json:"capabilities,omitempty"`
 		Tools           int             `json:"tools"`
 		Resolvable      []jsonResolvble `json:"resolvable"`
+		Descriptions    string          `json:"descriptions,omitempty"`
+		Notes           []string        `json:"notes,omitempty"`
 	} `json:"target"`
 	FailOn     Severity       `json:"failOn"`
 	Failed     bool           `json:"failed"`
@@ -124,6 +133,7 @@ func (r *Report) WriteJSON(w io.Writer, min Severity) error {
 	}
 	doc.Target.Capabilities = t.Capabilities
 	doc.Target.Tools = len(t.Tools)
+	doc.Target.Descriptions, doc.Target.Notes = t.Descriptions, t.Notes
 	doc.Target.Resolvable = []jsonResolvble{}
 	for _, tool := range t.Tools {
 		if tool.Resolvable() {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -46,6 +48,13 @@ type Target struct {
 	// Unknown is the answer to tools/resolve for a tool that does not
 	// exist, when the server was probed.
 	Unknown *Probe `json:"unknownTool,omitempty"`
+	// Descriptions is the URI of the tool_descriptions resource the full
+	// tool definitions were read from, when the server lists its tools
+	// minimally (progressive disclosure); "" otherwise.
+	Descriptions string `json:"descriptions,omitempty"`
+	// Notes say what could not be observed, such as a shape that was not
+	// probed.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Capabilities are the tool-resolution capabilities a server declared.
@@ -86,6 +95,13 @@ type Tool struct {
 	Invalid []*Probe `json:"invalid,omitempty"`
 	// Coverage says how the variants were chosen.
 	Coverage *Coverage `json:"coverage,omitempty"`
+	// Described reports that the description, title, schemas and
+	// annotations come from the server's tool_descriptions resource (the
+	// server lists the tool minimally: progressive disclosure).
+	Described bool `json:"described,omitempty"`
+
+	// raw is the JSON the tool was read from.
+	raw json.RawMessage
 }
 
 // Resolvable reports whether the tool carries a resolvable marker in
@@ -211,16 +227,37 @@ func ParseTool(raw json.RawMessage) (*Tool, error) {
 		t.ExtensionMarker = m["resolvable"] == true
 	}
 	t.Hints, t.HintError = hints.Read(t.Meta)
+	t.raw = append(json.RawMessage(nil), raw...)
 	return &t, nil
 }
 
-// ReadCatalog reads a catalog file: a tools/list result ({"tools": [...]},
-// optionally with "server" and "protocolVersion" beside it, as the files in
-// testdata/catalogs are), a JSON-RPC response carrying one, or a bare array
-// of tools.
+// MCP decodes the tool as the SDK's type, from the JSON it was read from
+// (with the full definition's fields when [Observe] read them from a
+// tool_descriptions resource).
+func (t *Tool) MCP() (*mcp.Tool, error) {
+	raw := t.raw
+	if raw == nil {
+		b, err := json.Marshal(t)
+		if err != nil {
+			return nil, err
+		}
+		raw = b
+	}
+	var out mcp.Tool
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("tool %q: %w", t.Name, err)
+	}
+	return &out, nil
+}
+
+// ReadCatalog reads a catalog file; see [ParseCatalog] for the formats and
+// the errors. Errors name the file.
 func ReadCatalog(path string) (*Target, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: no such file", path)
+		}
 		return nil, err
 	}
 	t, err := ParseCatalog(data)
@@ -231,42 +268,92 @@ func ReadCatalog(path string) (*Target, error) {
 	return t, nil
 }
 
-// ParseCatalog reads a catalog from data; see [ReadCatalog].
+// catalogFormats says what a catalog may be, for error messages.
+const catalogFormats = `want a tools/list result ({"tools": [...]}), a JSON-RPC response holding one, or an array of tools`
+
+// ParseCatalog reads a catalog: a tools/list result ({"tools": [...]},
+// optionally with "server" and "protocolVersion" beside it, as the files in
+// testdata/catalogs are), a JSON-RPC response carrying one, or a bare array
+// of tools. Every tool must be an object with a name, and a catalog
+// without tools is an error (there would be nothing to check). Errors say
+// what is wrong in words, with the line and column of a syntax error and
+// the index and line of a bad tool.
 func ParseCatalog(data []byte) (*Target, error) {
-	data = bytes.TrimSpace(data)
-	var doc struct {
-		Server          *mcp.Implementation `json:"server"`
-		ProtocolVersion string              `json:"protocolVersion"`
-		Tools           []json.RawMessage   `json:"tools"`
-		Result          *struct {
-			Tools []json.RawMessage `json:"tools"`
-		} `json:"result"`
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte-order mark
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return nil, errors.New("the file is empty: " + catalogFormats)
 	}
-	switch {
-	case len(data) > 0 && data[0] == '[':
-		if err := json.Unmarshal(data, &doc.Tools); err != nil {
-			return nil, fmt.Errorf("not a JSON array of tools: %w", err)
-		}
-	default:
-		if err := json.Unmarshal(data, &doc); err != nil {
+	if err := syntaxCheck(data); err != nil {
+		return nil, err
+	}
+	var tools json.RawMessage
+	var doc struct {
+		Server          json.RawMessage `json:"server"`
+		ProtocolVersion json.RawMessage `json:"protocolVersion"`
+		Tools           json.RawMessage `json:"tools"`
+		Result          json.RawMessage `json:"result"`
+		Error           *struct {
+			Code    any    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	switch trimmed[0] {
+	case '[':
+		tools = trimmed
+	case '{':
+		if err := json.Unmarshal(trimmed, &doc); err != nil {
 			return nil, fmt.Errorf("not a tools/list result: %w", err)
 		}
-		if doc.Tools == nil && doc.Result != nil {
-			doc.Tools = doc.Result.Tools
+		tools = doc.Tools
+		if tools == nil && doc.Result != nil {
+			var res struct {
+				Tools json.RawMessage `json:"tools"`
+			}
+			if json.Unmarshal(doc.Result, &res) != nil {
+				return nil, fmt.Errorf(`"result" is %s, not a tools/list result: %s`, jsonKind(doc.Result), catalogFormats)
+			}
+			tools = res.Tools
 		}
-		if doc.Tools == nil {
-			return nil, errors.New(`not a tools/list result: no "tools" array (want {"tools": [...]}, a JSON-RPC response holding one, or an array of tools)`)
+		if tools == nil && doc.Error != nil {
+			return nil, fmt.Errorf("a JSON-RPC error response (%v: %q), not a tools/list result", doc.Error.Code, oneLine(doc.Error.Message))
 		}
+		if tools == nil {
+			return nil, errors.New(`no "tools" array: ` + catalogFormats)
+		}
+	default:
+		return nil, fmt.Errorf("%s, not a catalog: %s", jsonKind(trimmed), catalogFormats)
 	}
-	t := &Target{Kind: KindCatalog, ProtocolVersion: doc.ProtocolVersion, Tools: []*Tool{}}
-	if doc.Server != nil {
-		t.Server = &mcp.Implementation{Name: doc.Server.Name, Version: doc.Server.Version, Title: doc.Server.Title}
+	var raws []json.RawMessage
+	if json.Unmarshal(tools, &raws) != nil {
+		return nil, fmt.Errorf(`"tools" is %s, not an array of tools`, jsonKind(tools))
+	}
+	if len(raws) == 0 {
+		return nil, errors.New("the catalog lists no tools: nothing to check")
+	}
+	t := &Target{Kind: KindCatalog, Tools: []*Tool{}}
+	var server mcp.Implementation
+	if doc.Server != nil && json.Unmarshal(doc.Server, &server) == nil && server.Name+server.Version+server.Title != "" {
+		t.Server = &mcp.Implementation{Name: server.Name, Version: server.Version, Title: server.Title}
+	}
+	if doc.ProtocolVersion != nil {
+		_ = json.Unmarshal(doc.ProtocolVersion, &t.ProtocolVersion)
 	}
 	lines := toolLines(data)
-	for i, raw := range doc.Tools {
+	for i, raw := range raws {
+		where := fmt.Sprintf("tools[%d]", i)
+		if i < len(lines) {
+			where += fmt.Sprintf(" (line %d)", lines[i])
+		}
+		if k := jsonKind(raw); k != "an object" {
+			return nil, fmt.Errorf("%s is %s, not a tool object", where, k)
+		}
 		tool, err := ParseTool(raw)
 		if err != nil {
-			return nil, fmt.Errorf("tool %d: %w", i, err)
+			return nil, fmt.Errorf("%s: %s", where, decodeProblem(err))
+		}
+		if tool.Name == "" {
+			return nil, fmt.Errorf(`%s has no "name": every tool needs one`, where)
 		}
 		if i < len(lines) {
 			tool.Line = lines[i]
@@ -274,6 +361,85 @@ func ParseCatalog(data []byte) (*Target, error) {
 		t.Tools = append(t.Tools, tool)
 	}
 	return t, nil
+}
+
+// syntaxCheck reports the first syntax error in data with its line and
+// column.
+func syntaxCheck(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var v json.RawMessage
+	err := dec.Decode(&v)
+	if err == nil {
+		if _, extra := dec.Token(); extra != io.EOF {
+			off := int(dec.InputOffset())
+			line, col := position(data, off)
+			return fmt.Errorf("not valid JSON: more than one value (the second starts near line %d, column %d)", line, col)
+		}
+		return nil
+	}
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		line, col := position(data, int(se.Offset)-1) // Offset is just past the bad byte
+		return fmt.Errorf("not valid JSON: line %d, column %d: %s", line, col, se.Error())
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errors.New("not valid JSON: it ends too early (truncated?)")
+	}
+	return fmt.Errorf("not valid JSON: %w", err)
+}
+
+// position returns the line and column (in bytes, from 1) of offset off.
+func position(data []byte, off int) (line, col int) {
+	off = min(max(off, 0), len(data))
+	before := data[:off]
+	line = 1 + bytes.Count(before, []byte("\n"))
+	col = off - bytes.LastIndexByte(before, '\n')
+	return line, col
+}
+
+// jsonKind names the kind of a JSON value: "an object", "an array", "a
+// string", "a number", "a boolean" or "null".
+func jsonKind(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// decodeProblem words an error decoding a tool: the field and the types.
+func decodeProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := te.Field
+		if field == "" {
+			field = "the tool"
+		}
+		return fmt.Sprintf("%s is %s, want %s", field, article(te.Value), te.Type.String())
+	}
+	return err.Error()
+}
+
+func article(kind string) string {
+	switch kind {
+	case "object", "array":
+		return "an " + kind
+	case "":
+		return "a value of the wrong type"
+	}
+	return "a " + kind
 }
 
 // toolLines returns the line of each element of the tools array in data

@@ -6,7 +6,8 @@
 //	preflight demo                  # the manage_files example, in-process
 //	preflight inspect -url URL      # list the tools of a server over HTTP
 //	preflight inspect resolve NAME ARGS_JSON -- COMMAND [ARG...]   # over stdio
-//	preflight help                  # usage
+//	preflight lint CATALOG.json     # check tool metadata, for CI
+//	preflight help                  # usage and exit statuses
 //
 // The implementation is in internal/cli.
 package main
@@ -21,7 +22,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := cli.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

@@ -40,12 +40,12 @@ func demoArguments(action string) map[string]any {
 }
 
 type demoCmd struct {
-	json bool
-	era  string
+	common
+	era string
 }
 
 func (c *demoCmd) synopsis() string {
-	return `usage: preflight demo [-json] [-era 2026-07-28|2025-11-25]
+	return `usage: preflight demo [-format text|json] [-era 2026-07-28|2025-11-25]
 
 Runs seed 000's manage_files tool (examples/files) in this process on a fresh
 temporary directory holding one file, notes.txt, and connects a client to it
@@ -55,16 +55,19 @@ decides whether it needs confirmation and is safe to retry, and makes the
 call; confirmations are approved automatically. Prints a table of static
 versus resolved annotations and what the client decided. Everything is
 removed on exit.
+
+Exit status: 0 done; 2 usage error; 3 the demo could not run.
 `
 }
 
 func (c *demoCmd) flags(fs *flag.FlagSet) {
-	fs.BoolVar(&c.json, "json", false, "print a JSON report instead of the table")
+	c.bindOutput(fs, []string{"text", "json"}, "json")
+	c.bindTimeout(fs)
 	fs.StringVar(&c.era, "era", preflight.ProtocolStateless,
 		"protocol version: "+preflight.ProtocolStateless+" (no sessions) or "+preflight.ProtocolLegacy+" (initialize and a session)")
 }
 
-func (c *demoCmd) run(ctx context.Context, inv invocation, stdout, stderr io.Writer) error {
+func (c *demoCmd) run(ctx context.Context, env *env, inv invocation) error {
 	if len(inv.args) > 0 || inv.dashDash {
 		return usagef("demo takes no arguments")
 	}
@@ -73,12 +76,12 @@ func (c *demoCmd) run(ctx context.Context, inv invocation, stdout, stderr io.Wri
 	}
 	rep, err := runDemo(ctx, c.era)
 	if err != nil {
-		return err
+		return couldNotRun(err)
 	}
-	if c.json {
-		return writeJSON(stdout, rep)
+	if c.format == "json" {
+		return writeJSON(env.stdout, rep)
 	}
-	return rep.writeText(stdout)
+	return rep.writeText(env.stdout)
 }
 
 // demoReport is the outcome of a demo run, and its JSON output.

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +15,8 @@ import (
 	"github.com/preflightmcp/preflight"
 	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/examples/files/filetool"
+	"github.com/preflightmcp/preflight/examples/folders/foldertool"
+	"github.com/preflightmcp/preflight/inject"
 )
 
 // filesServer serves manage_files on a new directory holding a.txt over
@@ -227,7 +228,7 @@ func TestInspectCall(t *testing.T) {
 			file := filepath.Join(dir, "a.txt")
 
 			code, out, errOut := runMain(t, "inspect", "-url", url, "-era", era, "call", filetool.Name, readArgs)
-			if code != exitOK || !strings.Contains(out, "result:\nalpha\n") {
+			if code != exitOK || !strings.Contains(out, "result:\n  alpha\n") {
 				t.Fatalf("read: exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
 			}
 
@@ -262,7 +263,7 @@ func TestInspectCall(t *testing.T) {
 
 			// A tool error (reading the deleted file) is a failure.
 			code, out, _ = runMain(t, "inspect", "-url", url, "-era", era, "call", filetool.Name, readArgs)
-			if code != exitFailure || !strings.Contains(out, "tool error:\na.txt: no such file") {
+			if code != exitFailure || !strings.Contains(out, "tool error:\n  a.txt: no such file") {
 				t.Fatalf("read of a deleted file: exit %d, stdout:\n%s", code, out)
 			}
 		})
@@ -328,10 +329,13 @@ func TestInspectUsageErrors(t *testing.T) {
 	}{
 		{[]string{"resolve", "manage_files", `{"path":`, "-url", url}, "is not valid JSON"},
 		{[]string{"call", "manage_files", `[1,2]`, "-url", url}, "is not a JSON object"},
-		{[]string{"call", "manage_files", "{}", "extra", "-url", url}, "takes a tool name and one JSON object"},
+		{[]string{"call", "manage_files", "{}", "extra", "-url", url}, `unexpected "extra" after call`},
+		{[]string{"read", "-url", url}, "read needs a resource URI"},
+		{[]string{"-decline", "-cancel", "-url", url}, "not both"},
+		{[]string{"-answer", "[true]", "-url", url}, "want a JSON object"},
 		{[]string{"resolve", "-url", url}, "resolve needs a tool name"},
 		{[]string{"frob", "-url", url}, `unknown operation "frob"`},
-		{[]string{"list", "extra", "-url", url}, "list takes no arguments"},
+		{[]string{"list", "extra", "-url", url}, `unexpected "extra" after list`},
 		{[]string{"list"}, "no server"},
 		{[]string{"-url", url, "list", "--", "server"}, "not both"},
 		{[]string{"list", "--"}, "no command after --"},
@@ -341,24 +345,15 @@ func TestInspectUsageErrors(t *testing.T) {
 		{[]string{"-header", "A: b", "--", "server"}, "-header applies to -url only"},
 	} {
 		code, out, errOut := runMain(t, append([]string{"inspect"}, tc.args...)...)
-		if code != exitUsage || out != "" || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "usage: preflight inspect") {
-			t.Errorf("%q: exit %d, stdout %q, stderr:\n%s\nwant exit 2 and %q with the usage", tc.args, code, out, errOut, tc.want)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, tc.want) || !strings.HasSuffix(errOut, "\nRun 'preflight help inspect' for usage.\n") {
+			t.Errorf("%q: exit %d, stdout %q, stderr:\n%s\nwant exit 2 and %q with a pointer to the help", tc.args, code, out, errOut, tc.want)
 		}
 	}
 }
 
 // TestInspectStdio builds the example server and inspects it over stdio.
 func TestInspectStdio(t *testing.T) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("no go tool on PATH (go test puts its own first): %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "files")
-	build := exec.Command(goTool, "build", "-o", bin, "./examples/files")
-	build.Dir = filepath.Join("..", "..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./examples/files: %v\n%s", err, out)
-	}
+	bin := buildExample(t, "files")
 	dir := t.TempDir()
 	file := filepath.Join(dir, "a.txt")
 	if err := os.WriteFile(file, []byte("alpha\n"), 0o644); err != nil {
@@ -385,5 +380,152 @@ func TestInspectStdio(t *testing.T) {
 	code, out, errOut = runMain(t, append([]string{"inspect", "-yes", "call", filetool.Name, deleteArgs}, server...)...)
 	if code != exitOK || !strings.Contains(out, "deleted: a.txt") || exists(t, file) {
 		t.Fatalf("call delete -yes: exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}
+
+// TestInspectDisclosed drives examples/files with progressive disclosure,
+// over HTTP and stdio in both eras: a call before the description was read
+// is refused with a hint that says how to read it, and "read URI call ..."
+// in one run reads it (printing the full definition) and makes the call.
+func TestInspectDisclosed(t *testing.T) {
+	bin := buildExample(t, "files")
+	const uri = "resource:///tool_descriptions?tools=manage_files"
+	for _, era := range eras {
+		for _, transport := range []string{"http", "stdio"} {
+			t.Run(transport+"/"+era, func(t *testing.T) {
+				dir := t.TempDir()
+				if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("alpha\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				server := []string{"--", bin, "-root", dir, "-disclose"}
+				if transport == "http" {
+					root, err := os.OpenRoot(dir)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { root.Close() })
+					s, _ := filetool.NewDisclosingServer(root, nil, nil)
+					ts := httptest.NewServer(endpoint.NewHandler(s, nil))
+					t.Cleanup(ts.Close)
+					server = []string{"-url", ts.URL + endpoint.Path}
+				}
+				inspect := func(args ...string) (int, string, string) {
+					return runMain(t, append(append([]string{"inspect", "-era", era}, args...), server...)...)
+				}
+				code, out, errOut := inspect("call", filetool.Name, readArgs)
+				if code != exitFailure || !strings.Contains(out, "TOOL_DESCRIPTION_REQUIRED") ||
+					!strings.Contains(out, "hint: the server discloses its tools progressively: read the tool's description first, in the same run: preflight inspect read '"+uri+"' call manage_files") {
+					t.Errorf("call before read: exit %d\n%s%s", code, out, errOut)
+				}
+				code, out, errOut = inspect("read", uri, "call", filetool.Name, readArgs)
+				if code != exitOK || !strings.Contains(out, "resources/read "+uri+": 1 contents") || !strings.Contains(out, `"usage_guidance": {`) ||
+					!strings.Contains(out, "\nresult:\n  alpha\n") {
+					t.Errorf("read then call: exit %d\n%s%s", code, out, errOut)
+				}
+				code, out, errOut = inspect("-json", "read", uri, "call", filetool.Name, readArgs)
+				var docs []struct {
+					Op     string `json:"op"`
+					Result struct {
+						Contents []struct{ Text string } `json:"contents"`
+						Content  []struct{ Text string } `json:"content"`
+					} `json:"result"`
+				}
+				decodeJSON(t, out, &docs)
+				if code != exitOK || len(docs) != 2 || docs[0].Op != "read" || docs[1].Op != "call" ||
+					len(docs[0].Result.Contents) != 1 || !strings.Contains(docs[0].Result.Contents[0].Text, `"examples"`) ||
+					len(docs[1].Result.Content) != 1 || docs[1].Result.Content[0].Text != "alpha\n" {
+					t.Errorf("-json read then call: exit %d\n%s%s", code, out, errOut)
+				}
+				// A read without a selection says how to make one.
+				code, _, errOut = inspect("read", "resource:///tool_descriptions")
+				if code != exitFailure || !strings.Contains(errOut, "hint: name the tools: read 'resource:///tool_descriptions?tools=TOOL'") {
+					t.Errorf("read without tools: exit %d\n%s", code, errOut)
+				}
+			})
+		}
+	}
+}
+
+// foldersRoot makes a root holding folders full/ and full2/ (each with a
+// file) and from/, and returns it.
+func foldersRoot(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{"full", "full2", "from"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{"full", "full2"} {
+		if err := os.WriteFile(filepath.Join(dir, d, "x.txt"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestInspectQuestions drives examples/folders, whose tools ask before
+// they act, over HTTP and stdio in both eras (input_required rounds under
+// 2026-07-28, requests within the call on 2025-11-25 sessions): answers
+// from -answer (one per question of a chain), -decline, and the terminal
+// (typed, re-asked after a bad answer; the end of the input cancels).
+func TestInspectQuestions(t *testing.T) {
+	bin := buildExample(t, "folders")
+	for _, era := range eras {
+		for _, transport := range []string{"http", "stdio"} {
+			t.Run(transport+"/"+era, func(t *testing.T) {
+				dir := foldersRoot(t)
+				server := []string{"--", bin, "-root", dir}
+				if transport == "http" {
+					root, err := os.OpenRoot(dir)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { root.Close() })
+					ts := httptest.NewServer(endpoint.NewHandler(foldertool.NewServer(root, &inject.Options{Audience: "folders"}), nil))
+					t.Cleanup(ts.Close)
+					server = []string{"-url", ts.URL + endpoint.Path}
+				}
+				inspect := func(input string, args ...string) (int, string, string) {
+					return runMainInput(t, input, append(append([]string{"inspect", "-era", era, "-yes"}, args...), server...)...)
+				}
+				folder := func(name string) bool { return exists(t, filepath.Join(dir, name)) }
+
+				code, out, errOut := inspect("", "-answer", `{"delete":false}`, "call", "delete_folder", `{"path":"full"}`)
+				if code != exitOK || !strings.Contains(out, "question: Delete full and the 1 entries in it (x.txt)?\n  answer (-answer): accept {\"delete\":false}\n") ||
+					!strings.Contains(out, "result:\n  kept: you chose not to delete full\n") || !folder("full") {
+					t.Errorf("-answer false: exit %d\n%s%s", code, out, errOut)
+				}
+				code, out, errOut = inspect("", "-decline", "call", "delete_folder", `{"path":"full"}`)
+				if code != exitOK || !strings.Contains(out, "answer (-decline): decline") || !strings.Contains(out, "declined: full was not deleted") || !folder("full") {
+					t.Errorf("-decline: exit %d\n%s%s", code, out, errOut)
+				}
+				code, out, errOut = inspect("", "call", "delete_folder", `{"path":"full"}`)
+				if code != exitOK || !strings.Contains(errOut, "The server asks: Delete full and the 1 entries in it (x.txt)?") ||
+					!strings.Contains(out, "answer (terminal): cancel") || !strings.Contains(out, "cancelled: full was not deleted") || !folder("full") {
+					t.Errorf("no input: exit %d\n%s%s", code, out, errOut)
+				}
+				code, out, errOut = inspect("maybe\nyes\n", "call", "delete_folder", `{"path":"full"}`)
+				if code != exitOK || !strings.Contains(errOut, "delete (boolean, required): delete the folder and everything in it") ||
+					!strings.Contains(errOut, "want yes or no") || !strings.Contains(out, "answer (terminal): accept {\"delete\":true}") ||
+					!strings.Contains(out, "deleted: full") || folder("full") {
+					t.Errorf("terminal yes: exit %d\n%s%s", code, out, errOut)
+				}
+				code, out, errOut = inspect("", "-json", "-answer", `{"delete":true}`, "call", "delete_folder", `{"path":"full2"}`)
+				var doc struct {
+					Questions []questionView `json:"questions"`
+				}
+				decodeJSON(t, out, &doc)
+				if code != exitOK || len(doc.Questions) != 1 || doc.Questions[0].Action != "accept" || doc.Questions[0].By != "-answer" ||
+					doc.Questions[0].Content["delete"] != true || folder("full2") {
+					t.Errorf("-json -answer true: exit %d\n%s%s", code, out, errOut)
+				}
+				// A chain: the second question names the first answer.
+				code, out, errOut = inspect("", "-answer", `{"name":"to"}`, "-answer", `{"rename":true}`, "call", "rename_folder", `{"path":"from"}`)
+				if code != exitOK || !strings.Contains(out, "question: Rename from to to?") || folder("from") || !folder("to") {
+					t.Errorf("rename chain: exit %d\n%s%s", code, out, errOut)
+				}
+			})
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/preflightmcp/preflight"
 	"github.com/preflightmcp/preflight/endpoint"
+	"github.com/preflightmcp/preflight/examples/files/filetool"
 	"github.com/preflightmcp/preflight/examples/folders/foldertool"
 	"github.com/preflightmcp/preflight/inject"
 	"github.com/preflightmcp/preflight/internal/chromium"
@@ -363,7 +364,7 @@ func TestLintSeverityThreshold(t *testing.T) {
 	writeFile(t, cat, `{"tools": [{"name": "get_x", "description": "d", "inputSchema": {"type": "object"},
 		"annotations": {"readOnlyHint": false, "destructiveHint": false}}]}`)
 	for sev, wantCode := range map[string]int{"info": exitFailure, "warning": exitOK, "error": exitOK} {
-		code, out, errOut := runMain(t, "lint", "-catalog", cat, "-severity", sev)
+		code, out, errOut := runMain(t, "lint", cat, "-severity", sev)
 		if code != wantCode {
 			t.Errorf("-severity %s: exit %d, want %d\n%s%s", sev, code, wantCode, out, errOut)
 		}
@@ -490,26 +491,28 @@ func TestLintExitCodes(t *testing.T) {
 	badCfg := filepath.Join(dir, "bad.json")
 	writeFile(t, badCfg, `{"ignore": [{"check": "no-annotations", "tool": "x"}]}`)
 	cat := filepath.Join(dir, "c.json")
-	writeFile(t, cat, `{"tools": []}`)
+	writeFile(t, cat, `{"tools": [{"name": "get_x", "description": "Gets x.", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}]}`)
 	for _, tc := range []struct {
 		args []string
 		code int
 		want string
 	}{
-		{[]string{"lint"}, exitUsage, "nothing to check"},
-		{[]string{"lint", "-catalog", cat, "-url", "http://x"}, exitUsage, "exactly one of"},
-		{[]string{"lint", "-catalog", cat, "-severity", "fatal"}, exitUsage, `unknown severity "fatal"`},
-		{[]string{"lint", "-catalog", cat, "-format", "xml"}, exitUsage, `-format "xml"`},
-		{[]string{"lint", "-catalog", cat, "-config", badCfg}, exitUsage, "a reason is required"},
-		{[]string{"lint", "-catalog", cat, "-config", filepath.Join(dir, "none.json")}, exitUsage, "no such file"},
-		{[]string{"lint", "-catalog", cat, "extra"}, exitUsage, "unexpected arguments"},
-		{[]string{"lint", "-catalog", filepath.Join(dir, "absent.json")}, exitCouldNotRun, "no such file"},
-		{[]string{"lint", "-catalog", badCfg}, exitCouldNotRun, `no "tools" array`},
-		{[]string{"lint", "-url", "http://127.0.0.1:1/mcp", "-timeout", "10s"}, exitCouldNotRun, "connect to http://127.0.0.1:1/mcp"},
-		{[]string{"lint", "--", "false"}, exitCouldNotRun, "connect to false"},
-		{[]string{"docs", "-catalog", filepath.Join(dir, "absent.json")}, exitCouldNotRun, "no such file"},
-		{[]string{"docs", "-catalog", cat, "-format", "pdf"}, exitUsage, `-format "pdf"`},
-		{[]string{"lint", "-catalog", cat}, exitOK, ""},
+		{[]string{"lint"}, exitUsage, "nothing to read"},
+		{[]string{"lint", cat, "-url", "http://x"}, exitUsage, "not both"},
+		{[]string{"lint", cat, "-severity", "fatal"}, exitUsage, `unknown severity "fatal"`},
+		{[]string{"lint", cat, "-format", "xml"}, exitUsage, `invalid value "xml" for flag -format: want text, json or sarif`},
+		{[]string{"lint", cat, "-config", badCfg}, exitUsage, "a reason is required"},
+		{[]string{"lint", cat, "-config", filepath.Join(dir, "none.json")}, exitUsage, "no such file"},
+		{[]string{"lint", cat, "extra"}, exitUsage, "one catalog file at a time, got 2"},
+		{[]string{"lint", "-list-checks", "-format", "sarif"}, exitUsage, "text or json"},
+		{[]string{"lint", filepath.Join(dir, "absent.json")}, exitCouldNotRun, "absent.json: no such file"},
+		{[]string{"lint", badCfg}, exitCouldNotRun, `no "tools" array`},
+		{[]string{"lint", "-url", "http://127.0.0.1:1/mcp", "-timeout", "10s"}, exitCouldNotRun, "connect to http://127.0.0.1:1/mcp: connection refused"},
+		{[]string{"lint", "--", "false"}, exitCouldNotRun, "connect to false: the server exited (exit status 1) before the handshake"},
+		{[]string{"lint", "--", "preflight-no-such-command"}, exitCouldNotRun, "command not found: preflight-no-such-command"},
+		{[]string{"docs", filepath.Join(dir, "absent.json")}, exitCouldNotRun, "no such file"},
+		{[]string{"docs", cat, "-format", "pdf"}, exitUsage, `invalid value "pdf" for flag -format: want markdown, html or json`},
+		{[]string{"lint", cat}, exitOK, ""},
 	} {
 		code, _, errOut := runMain(t, tc.args...)
 		if code != tc.code || !strings.Contains(errOut, tc.want) {
@@ -524,10 +527,10 @@ func TestLintConfig(t *testing.T) {
 	writeFile(t, cat, `{"tools": [{"name": "wipe", "description": "d", "inputSchema": {"type": "object"}, "annotations": {"destructiveHint": true}}]}`)
 	cfg := filepath.Join(dir, "lint.json")
 	writeFile(t, cfg, `{"ignore": [{"check": "destructive-unconfirmed", "tool": "wipe", "reason": "the client always confirms this one"}]}`)
-	if code, _, _ := runMain(t, "lint", "-catalog", cat); code != exitFailure {
+	if code, _, _ := runMain(t, "lint", cat); code != exitFailure {
 		t.Fatalf("without the configuration: exit %d, want 1", code)
 	}
-	code, out, errOut := runMain(t, "lint", "-catalog", cat, "-config", cfg, "-format", "json")
+	code, out, errOut := runMain(t, "lint", cat, "-config", cfg, "-format", "json")
 	if code != exitOK {
 		t.Fatalf("with the configuration: exit %d, want 0\n%s%s", code, out, errOut)
 	}
@@ -536,7 +539,7 @@ func TestLintConfig(t *testing.T) {
 	if len(doc.Findings) != 0 || len(doc.Suppressed) != 1 || doc.Suppressed[0].Suppressed != "the client always confirms this one" {
 		t.Errorf("findings %+v, suppressed %+v", doc.Findings, doc.Suppressed)
 	}
-	code, out, _ = runMain(t, "lint", "-catalog", cat, "-config", cfg, "-format", "sarif")
+	code, out, _ = runMain(t, "lint", cat, "-config", cfg, "-format", "sarif")
 	if code != exitOK {
 		t.Fatalf("sarif: exit %d", code)
 	}
@@ -590,7 +593,7 @@ func TestLintCatalogs(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			code, out, errOut := runMain(t, "lint", "-catalog", f, "-severity", "info", "-format", "json")
+			code, out, errOut := runMain(t, "lint", f, "-severity", "info", "-format", "json")
 			if code != exitOK && code != exitFailure {
 				t.Fatalf("exit %d\n%s", code, errOut)
 			}
@@ -613,7 +616,7 @@ func TestLintCatalogs(t *testing.T) {
 				}
 			}
 			for _, format := range []string{"markdown", "html"} {
-				code, out, errOut := runMain(t, "docs", "-catalog", f, "-format", format)
+				code, out, errOut := runMain(t, "docs", f, "-format", format)
 				if code != exitOK || !strings.Contains(out, "Safety table") {
 					t.Errorf("docs -format %s: exit %d\n%s", format, code, errOut)
 				}
@@ -626,13 +629,13 @@ func TestLintCatalogs(t *testing.T) {
 // and the Markdown and HTML safety tables of a small catalog.
 func TestLintGolden(t *testing.T) {
 	cat := filepath.Join("testdata", "lint-catalog.json")
-	_, out, _ := runMain(t, "lint", "-catalog", cat, "-severity", "info")
+	_, out, _ := runMain(t, "lint", cat, "-severity", "info")
 	golden(t, "lint-catalog.golden", out)
 	_, out, _ = runMain(t, "lint", "-list-checks")
 	golden(t, "lint-checks.golden", out)
 	_, out, _ = runMain(t, "help", "lint")
 	golden(t, "lint-help.golden", out)
-	_, out, _ = runMain(t, "docs", "-catalog", cat)
+	_, out, _ = runMain(t, "docs", cat)
 	golden(t, "docs-catalog.md.golden", out)
 	_, out, _ = runMain(t, "help", "docs")
 	golden(t, "docs-help.golden", out)
@@ -756,4 +759,74 @@ func npmDeps(t *testing.T) string {
 	}
 	npmdeps.EnsureT(t, dir)
 	return dir
+}
+
+// countingCommand returns a command line that starts bin with args over
+// stdio and appends a line to a file each time it starts, and a function
+// that counts the starts.
+func countingCommand(t *testing.T, bin string, args ...string) ([]string, func() int) {
+	t.Helper()
+	count := filepath.Join(t.TempDir(), "starts")
+	script := `echo started >> "$0"; exec "$@"`
+	cmd := append([]string{"sh", "-c", script, count, bin}, args...)
+	return cmd, func() int {
+		b, err := os.ReadFile(count)
+		if err != nil {
+			return 0
+		}
+		return strings.Count(string(b), "started\n")
+	}
+}
+
+// disclosingFilesServer serves manage_files with progressive disclosure
+// over streamable HTTP (both eras).
+func disclosingFilesServer(t *testing.T) string {
+	t.Helper()
+	root, err := os.OpenRoot(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
+	s, _ := filetool.NewDisclosingServer(root, nil, nil)
+	ts := httptest.NewServer(endpoint.NewHandler(s, nil))
+	t.Cleanup(ts.Close)
+	return ts.URL + endpoint.Path
+}
+
+// TestLintDisclosed lints and documents examples/files with progressive
+// disclosure, over HTTP and stdio in both eras: the full definitions are
+// read from tool_descriptions, so manage_files is probed for its four
+// actions with no resolve-failed finding (its minimal listing has an open
+// schema), and a stdio server is started once per run.
+func TestLintDisclosed(t *testing.T) {
+	url := disclosingFilesServer(t)
+	bin := buildExample(t, "files")
+	for _, era := range eras {
+		for _, transport := range []string{"http", "stdio"} {
+			t.Run(transport+"/"+era, func(t *testing.T) {
+				server := []string{"-url", url}
+				var starts func() int // nil over HTTP
+				if transport == "stdio" {
+					var cmd []string
+					cmd, starts = countingCommand(t, bin, "-root", t.TempDir(), "-disclose")
+					server = append([]string{"--"}, cmd...)
+				}
+				code, out, errOut := runMain(t, append([]string{"lint", "-era", era, "-severity", "info"}, server...)...)
+				if code != exitOK || strings.Contains(out, lint.CheckResolveFailed) ||
+					!strings.Contains(out, "4 argument variants probed, full definitions read from resource:///tool_descriptions") {
+					t.Errorf("lint: exit %d\n%s%s", code, out, errOut)
+				}
+				if starts != nil && starts() != 1 {
+					t.Errorf("lint started the server %d times, want 1", starts())
+				}
+				code, out, errOut = runMain(t, append([]string{"docs", "-era", era}, server...)...)
+				if code != exitOK || !strings.Contains(out, "| `action=read` | 🟢 read-only |") || !strings.Contains(out, "| `action=delete` | 🔴 destructive |") {
+					t.Errorf("docs: exit %d\n%s%s", code, out, errOut)
+				}
+				if starts != nil && starts() != 2 {
+					t.Errorf("lint and docs started the server %d times, want 2", starts())
+				}
+			})
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -13,16 +14,30 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
+// testServerEnv, set in the environment of this test binary, makes it
+// serve a test server over stdio instead of running the tests.
+const testServerEnv = "PREFLIGHT_CLI_TEST_SERVER"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(testServerEnv) == "hostile" {
+		os.Exit(serveHostile())
+	}
 	goleak.VerifyTestMain(m)
 }
 
-// runMain runs the command in-process and returns its exit status and
-// output.
+// runMain runs the command in-process, with nothing on its standard
+// input, and returns its exit status and output.
 func runMain(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runMainInput(t, "", args...)
+}
+
+// runMainInput runs the command in-process with input on its standard
+// input.
+func runMainInput(t *testing.T, input string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	code = Main(context.Background(), args, &out, &errOut)
+	code = Main(context.Background(), args, strings.NewReader(input), &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 

@@ -96,7 +96,7 @@ func TestLintSARIFSchema(t *testing.T) {
 	results := 0
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			code, out, errOut := runMain(t, "lint", "-catalog", f, "-severity", "info", "-format", "sarif")
+			code, out, errOut := runMain(t, "lint", "-severity", "info", "-format", "sarif", f)
 			if code != exitOK && code != exitFailure {
 				t.Fatalf("exit %d\n%s", code, errOut)
 			}
@@ -118,7 +118,7 @@ func TestLintSARIFSchema(t *testing.T) {
   {"name": "bare", "description": "d", "inputSchema": {"type": "object"}}]}`)
 		cfg := filepath.Join(dir, "lint.json")
 		writeFile(t, cfg, `{"ignore": [{"check": "destructive-unconfirmed", "tool": "wipe", "reason": "confirmed by the client"}]}`)
-		code, out, errOut := runMain(t, "lint", "-catalog", cat, "-config", cfg, "-severity", "info", "-format", "sarif")
+		code, out, errOut := runMain(t, "lint", "-config", cfg, "-severity", "info", "-format", "sarif", cat)
 		if code != exitOK && code != exitFailure {
 			t.Fatalf("exit %d\n%s", code, errOut)
 		}
@@ -145,7 +145,7 @@ func TestLintSARIFSchema(t *testing.T) {
 // valid log breaks a rule of the schema and is refused.
 func TestSARIFSchemaRejects(t *testing.T) {
 	cat := filepath.Join("testdata", "lint-catalog.json")
-	_, valid, _ := runMain(t, "lint", "-catalog", cat, "-severity", "info", "-format", "sarif")
+	_, valid, _ := runMain(t, "lint", "-severity", "info", "-format", "sarif", cat)
 	if err := checkSARIF(valid); err != nil {
 		t.Fatalf("the unchanged log is not valid: %v", err)
 	}

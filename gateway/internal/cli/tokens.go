@@ -6,17 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
-	"os"
-	"path"
+	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/preflightmcp/preflight"
 	"github.com/preflightmcp/preflight/disclose"
 	"github.com/preflightmcp/preflight/gateway/tokens"
 )
@@ -30,15 +26,11 @@ const (
 )
 
 type tokensCmd struct {
-	url      string
-	json     bool
-	era      string
-	timeout  time.Duration
-	headers  headerFlag
-	k        string
-	schema   string
-	tools    bool
-	markdown bool
+	common
+	server serverFlags
+	k      string
+	schema string
+	tools  bool
 }
 
 func (c *tokensCmd) synopsis() string {
@@ -63,38 +55,40 @@ title, description, inputSchema and annotations. Icons (the GitHub
 server's are large base64 images), _meta and outputSchema are left out;
 a fetched description counts whole, outputSchema included.
 
-The tools come from catalog files (a tools/list result, {"tools": [...]})
-or from a running server, over streamable HTTP (-url) or by starting
-COMMAND over stdio. A server that already serves the tool_descriptions
-resource is measured as served: its listing is the minimal one, and its
-full descriptions are read from the resource.
+The tools come from catalog files (a tools/list result, a JSON-RPC
+response holding one, or an array of tools) or from a running server,
+over streamable HTTP (-url) or by starting COMMAND over stdio. A server
+that already serves the tool_descriptions resource is measured as served:
+its listing is the minimal one, and its full descriptions are read from
+the resource.
 
 Each minimal description is checked to still say what its tool does (not
 empty, not just the tool's name, has a verb); those that fail are listed.
 The last line says whether the goal holds: at least 85% fewer tokens on
-every catalog of 9 tools or more.
+every catalog of 9 tools or more. -format markdown writes the summary as
+the tables of docs/tokens.md.
+
+Exit status: 0 measured (whatever the verdict); 2 usage error; 3 a catalog
+could not be read (or is empty), the server could not be started or
+reached, its handshake, tools/list or tool_descriptions failed, -timeout.
 
 Examples:
 
   preflight tokens testdata/catalogs/*.json
   preflight tokens -tools -k 1,2,10 testdata/catalogs/server-memory.json
   preflight tokens -url http://127.0.0.1:8080/mcp
-  preflight tokens -json -- npx -y @modelcontextprotocol/server-memory
+  preflight tokens -format json -- npx -y @modelcontextprotocol/server-memory
 `
 }
 
 func (c *tokensCmd) flags(fs *flag.FlagSet) {
-	fs.StringVar(&c.url, "url", "", "streamable HTTP endpoint of a server, such as http://127.0.0.1:8080/mcp")
-	fs.BoolVar(&c.json, "json", false, "print JSON instead of tables")
+	c.bindOutput(fs, []string{"text", "json", "markdown"}, "json", "markdown")
+	c.server.bind(fs)
+	c.bindTimeout(fs)
 	fs.StringVar(&c.k, "k", "1,3,5", "task sizes to price: comma-separated numbers of tools")
 	fs.StringVar(&c.schema, "schema", disclose.SchemaObject.String(),
-		"how far the minimal listing simplifies input schemas: open, toplevel or full (see package disclose)")
-	fs.BoolVar(&c.tools, "tools", false, "also print a table of every tool")
-	fs.BoolVar(&c.markdown, "markdown", false, "print the summary as a Markdown table (as in docs/tokens.md)")
-	fs.StringVar(&c.era, "era", "", "server: protocol version to ask for: "+preflight.ProtocolStateless+" or "+preflight.ProtocolLegacy+
-		"\n(default: the newest the server speaks)")
-	fs.DurationVar(&c.timeout, "timeout", 2*time.Minute, "server: give up after this long; 0 waits forever")
-	fs.Var(&c.headers, "header", "HTTP header `Name: value` sent with every request (repeatable; -url only)")
+		"how far the minimal listing simplifies input schemas: object, open, toplevel or full (see package disclose)")
+	fs.BoolVar(&c.tools, "tools", false, "also print a table of every tool (text)")
 }
 
 // tokensDoc is the JSON output.
@@ -134,33 +128,17 @@ type goalView struct {
 	InheritedFailures int `json:"inheritedFailures"`
 }
 
-func (c *tokensCmd) run(ctx context.Context, inv invocation, stdout, stderr io.Writer) error {
+func (c *tokensCmd) run(ctx context.Context, env *env, inv invocation) error {
 	ks, err := parseKs(c.k)
 	if err != nil {
 		return err
 	}
 	level, ok := disclose.ParseSchemaLevel(c.schema)
 	if !ok {
-		return usagef("-schema %q: want open, toplevel or full", c.schema)
+		return usagef("-schema %q: want object, open, toplevel or full", c.schema)
 	}
-	server := c.url != "" || inv.dashDash
-	switch {
-	case !server && len(inv.args) == 0:
-		return usagef("nothing to measure: give catalog files, -url URL, or a command to start after --")
-	case server && len(inv.args) > 0:
-		return usagef("give catalog files or a server (-url or a command after --), not both")
-	case c.url != "" && inv.dashDash:
-		return usagef("give either -url or a command after --, not both")
-	case inv.dashDash && len(inv.rest) == 0:
-		return usagef("no command after --")
-	case c.url == "" && len(c.headers) > 0:
-		return usagef("-header applies to -url only")
-	}
-	if c.json && c.markdown {
-		return usagef("give -json or -markdown, not both")
-	}
-	if c.era != "" && c.era != preflight.ProtocolStateless && c.era != preflight.ProtocolLegacy {
-		return usagef("-era %q: want %s or %s", c.era, preflight.ProtocolStateless, preflight.ProtocolLegacy)
+	if err := c.server.check(inv, math.MaxInt); err != nil {
+		return err
 	}
 
 	counter, err := tokens.O200k()
@@ -172,26 +150,29 @@ func (c *tokensCmd) run(ctx context.Context, inv invocation, stdout, stderr io.W
 	measure := func(source, kind, minimal string, ts []tokens.Tool) error {
 		r, err := tokens.Measure(counter, ts, ks)
 		if err != nil {
-			return fmt.Errorf("%s: %w", source, err)
+			return couldNotRun(fmt.Errorf("%s: %w", source, err))
 		}
 		doc.Catalogs = append(doc.Catalogs, catalogReport{Source: source, Kind: kind, MinimalFrom: minimal, Report: r})
 		return nil
 	}
-	if server {
-		source, kind, ts, served, err := c.fromServer(ctx, inv.rest, level, stderr)
+	if c.server.server(inv) {
+		ts, served, err := c.fromServer(ctx, env, inv, level)
 		if err != nil {
 			return err
 		}
-		minimal := "derived"
+		kind, minimal := "url", "derived"
+		if c.server.url == "" {
+			kind = "command"
+		}
 		if served {
 			minimal = "served"
 		}
-		if err := measure(source, kind, minimal, ts); err != nil {
+		if err := measure(c.server.source(inv), kind, minimal, ts); err != nil {
 			return err
 		}
 	} else {
 		for _, file := range inv.args {
-			listed, err := readCatalogFile(file)
+			listed, err := catalogTools(file)
 			if err != nil {
 				return err
 			}
@@ -215,13 +196,13 @@ func (c *tokensCmd) run(ctx context.Context, inv invocation, stdout, stderr io.W
 	if doc.Goal.FailingDescriptions > 0 {
 		doc.Goal.Met = false
 	}
-	switch {
-	case c.json:
-		return writeJSON(stdout, doc)
-	case c.markdown:
-		return c.writeMarkdown(stdout, doc)
+	switch c.format {
+	case "json":
+		return writeJSON(env.stdout, doc)
+	case "markdown":
+		return c.writeMarkdown(env.stdout, doc)
 	}
-	return c.writeText(stdout, doc)
+	return c.writeText(env.stdout, doc)
 }
 
 // parseKs parses the -k list.
@@ -237,16 +218,18 @@ func parseKs(s string) ([]int, error) {
 	return ks, nil
 }
 
-// readCatalogFile reads a catalog file.
-func readCatalogFile(name string) ([]*mcp.Tool, error) {
-	f, err := os.Open(name)
+// catalogTools reads a catalog file (with the reader every command uses)
+// as the SDK's tools.
+func catalogTools(file string) ([]*mcp.Tool, error) {
+	t, err := readCatalog(file)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	tools, err := tokens.ReadCatalog(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	tools := make([]*mcp.Tool, len(t.Tools))
+	for i, tool := range t.Tools {
+		if tools[i], err = tool.MCP(); err != nil {
+			return nil, couldNotRun(fmt.Errorf("%s: %w", file, err))
+		}
 	}
 	return tools, nil
 }
@@ -265,145 +248,45 @@ func derive(listed []*mcp.Tool, level disclose.SchemaLevel) []tokens.Tool {
 // tool_descriptions resource, its listing is already minimal: the full
 // descriptions are read from the resource and stand for the listing of
 // today. served reports which.
-func (c *tokensCmd) fromServer(ctx context.Context, command []string, level disclose.SchemaLevel, stderr io.Writer) (source, kind string, ts []tokens.Tool, served bool, err error) {
-	source, kind = c.url, "url"
-	if c.url == "" {
-		source, kind = strings.Join(command, " "), "command"
-	}
-	if _, isFile := stderr.(*os.File); !isFile {
-		stderr = &syncWriter{w: stderr} // a started server logs from another goroutine
-	}
-	if c.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout)
-		defer cancel()
-	}
-	// The connection is inspect's (dial): same transports, headers, eras.
+func (c *tokensCmd) fromServer(ctx context.Context, env *env, inv invocation, level disclose.SchemaLevel) (ts []tokens.Tool, served bool, err error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "preflight-tokens", Version: version}, nil)
-	cs, closeSession, err := dial(ctx, client, dialOptions{url: c.url, headers: c.headers, command: command, era: c.era}, stderr)
+	cs, closeSession, err := c.server.dial(ctx, client, inv, env.stderr, nil)
 	if err != nil {
-		return "", "", nil, false, err
+		return nil, false, err
 	}
 	defer closeSession()
 
 	var listed []*mcp.Tool
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
-			return "", "", nil, false, listError("tools/list", err)
+			return nil, false, couldNotRun(fmt.Errorf("tools/list: %s", errText(err)))
 		}
 		listed = append(listed, t)
 	}
 	uri, err := descriptionsResource(ctx, cs)
 	if err != nil {
-		return "", "", nil, false, err
+		return nil, false, couldNotRun(err)
 	}
 	if uri == "" {
-		return source, kind, derive(listed, level), false, nil
+		return derive(listed, level), false, nil
 	}
-	full, err := readDescriptions(ctx, cs, uri, listed)
+	names := make([]string, len(listed))
+	for i, t := range listed {
+		names[i] = t.Name
+	}
+	full, err := readDescriptions(ctx, cs, uri, names)
 	if err != nil {
-		return "", "", nil, false, err
+		return nil, false, couldNotRun(err)
 	}
 	for _, t := range listed {
 		entry := full[t.Name]
 		var today mcp.Tool
 		if err := json.Unmarshal(entry, &today); err != nil || today.Name != t.Name {
-			return "", "", nil, false, fmt.Errorf("resources/read %s: the entry of %s is not a tool definition: %s", uri, t.Name, shorten(string(entry), 120))
+			return nil, false, couldNotRun(fmt.Errorf("resources/read %s: the entry of %s is not a tool definition: %s", uri, oneLine(t.Name), shorten(string(entry), 120)))
 		}
 		ts = append(ts, tokens.Tool{Listed: &today, Minimal: t, Fetched: entry})
 	}
-	return source, kind, ts, true, nil
-}
-
-// listError reports a failed request.
-func listError(method string, err error) error {
-	if e := rpcErrorOf(err, method); e != nil {
-		return fmt.Errorf("%s: error %d: %s", method, e.Code, e.Message)
-	}
-	return fmt.Errorf("%s: %w", method, err)
-}
-
-// descriptionsName is the name of the progressive-disclosure resource
-// (seed 004 section 4.1), the last element of its URI's path.
-const descriptionsName = "tool_descriptions"
-
-// descriptionsResource returns the URI of the server's tool_descriptions
-// resource, or "" if it has none (or no resources at all).
-func descriptionsResource(ctx context.Context, cs *mcp.ClientSession) (string, error) {
-	if caps := cs.InitializeResult().Capabilities; caps == nil || caps.Resources == nil {
-		return "", nil
-	}
-	for r, err := range cs.Resources(ctx, nil) {
-		if err != nil {
-			return "", listError("resources/list", err)
-		}
-		u, perr := url.Parse(r.URI)
-		if perr == nil && path.Base(u.Path) == descriptionsName {
-			return r.URI, nil
-		}
-	}
-	return "", nil
-}
-
-// descriptionsBatch is how many tools one resources/read asks for (a
-// disclose server serves up to disclose.DefaultMaxToolsPerRead).
-const descriptionsBatch = 50
-
-// readDescriptions reads the full descriptions of tools from the
-// tool_descriptions resource at uri, a batch of names at a time, and
-// returns them by name.
-func readDescriptions(ctx context.Context, cs *mcp.ClientSession, uri string, tools []*mcp.Tool) (map[string]json.RawMessage, error) {
-	full := map[string]json.RawMessage{}
-	for start := 0; start < len(tools); start += descriptionsBatch {
-		var names []string
-		for _, t := range tools[start:min(start+descriptionsBatch, len(tools))] {
-			names = append(names, t.Name)
-		}
-		res, err := readRateLimited(ctx, cs, disclose.SelectionURI(uri, names...))
-		if err != nil {
-			return nil, listError("resources/read "+uri, err)
-		}
-		var text string
-		for _, c := range res.Contents {
-			if c != nil && c.Text != "" {
-				text = c.Text
-				break
-			}
-		}
-		var entries map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(text), &entries); err != nil {
-			return nil, fmt.Errorf("resources/read %s: not a JSON object of descriptions: %v", uri, err)
-		}
-		for _, n := range names {
-			e, ok := entries[n]
-			if !ok {
-				return nil, fmt.Errorf("resources/read %s: no description of %s", uri, n)
-			}
-			full[n] = e
-		}
-	}
-	return full, nil
-}
-
-// readRateLimited reads uri, waiting and trying again (up to 5 times)
-// while the server answers RATE_LIMITED with a time to retry after.
-func readRateLimited(ctx context.Context, cs *mcp.ClientSession, uri string) (*mcp.ReadResourceResult, error) {
-	for try := 0; ; try++ {
-		res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
-		e := rpcErrorOf(err, "resources/read")
-		if err == nil || e == nil || e.Code != disclose.RPCRateLimited || try == 5 {
-			return res, err
-		}
-		var data disclose.Error
-		if json.Unmarshal(e.Data, &data) != nil || data.RetryAfterMS <= 0 {
-			return res, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(time.Duration(data.RetryAfterMS) * time.Millisecond):
-		}
-	}
+	return ts, true, nil
 }
 
 // summaryRow is one catalog's row of the summary table.
@@ -520,7 +403,7 @@ func (c *tokensCmd) writeFailures(w io.Writer, doc tokensDoc) {
 			if len(t.SourceProblems) > 0 {
 				note = " (listed today: " + strings.Join(t.SourceProblems, ", ") + ")"
 			}
-			fmt.Fprintf(w, "- %s %s: %q: %s%s\n", filepath.Base(r.Source), t.Name, t.MinimalDescription, strings.Join(t.Problems, ", "), note)
+			fmt.Fprintf(w, "- %s %s: %q: %s%s\n", filepath.Base(r.Source), oneLine(t.Name), t.MinimalDescription, strings.Join(t.Problems, ", "), note)
 		}
 	}
 }
@@ -560,7 +443,7 @@ func writeToolTable(w io.Writer, r catalogReport) error {
 		if len(t.Problems) > 0 {
 			check = "FAIL"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\t%s\n", t.Name, t.Today, t.Minimal, percent(saving), t.Fetch, check, shorten(t.MinimalDescription, 70))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\t%s\n", oneLine(t.Name), t.Today, t.Minimal, percent(saving), t.Fetch, check, shorten(t.MinimalDescription, 70))
 	}
 	return tw.Flush()
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -241,16 +240,7 @@ func TestTokensServerDisclosed(t *testing.T) {
 // TestTokensStdio builds examples/files and measures it over stdio, with
 // and without progressive disclosure.
 func TestTokensStdio(t *testing.T) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("no go tool on PATH (go test puts its own first): %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "files")
-	build := exec.Command(goTool, "build", "-o", bin, "./examples/files")
-	build.Dir = filepath.Join("..", "..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./examples/files: %v\n%s", err, out)
-	}
+	bin := buildExample(t, "files")
 	dir := t.TempDir()
 	code, out, errOut := runMain(t, "tokens", "--", bin, "-root", dir)
 	if code != exitOK {
@@ -291,20 +281,23 @@ func TestTokensErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "nothing to measure"},
+		{nil, "nothing to read"},
 		{[]string{"-url", "http://127.0.0.1:1/mcp", files[0]}, "not both"},
 		{[]string{"-url", "http://127.0.0.1:1/mcp", "--", "server"}, "either -url or a command"},
+		{[]string{"-format", "sarif", files[0]}, "want text, json or markdown"},
 		{[]string{"--"}, "no command after --"},
 		{[]string{"-header", "A: b", files[0]}, "-header applies to -url only"},
 		{[]string{"-k", "0", files[0]}, `-k "0"`},
 		{[]string{"-k", "1,x", files[0]}, `-k "1,x"`},
 		{[]string{"-schema", "tiny", files[0]}, `-schema "tiny"`},
-		{[]string{"-json", "-markdown", files[0]}, "-json or -markdown"},
+		{[]string{"-json", "-markdown", files[0]}, "conflicts with -json: give one output format"},
+		{[]string{"-format", "json", "-format", "text", files[0]}, "conflicts with -format json"},
+		{[]string{"-timeout", "-1s", files[0]}, "-timeout -1s"},
 		{[]string{"-era", "2020-01-01", "-url", "http://127.0.0.1:1/mcp"}, `-era "2020-01-01"`},
 	} {
 		code, out, errOut := runMain(t, append([]string{"tokens"}, tc.args...)...)
-		if code != exitUsage || out != "" || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "usage: preflight tokens") {
-			t.Errorf("%q: exit %d, stdout %q, stderr:\n%s\nwant exit 2 and %q with the usage", tc.args, code, out, errOut, tc.want)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, tc.want) || !strings.HasSuffix(errOut, "\nRun 'preflight help tokens' for usage.\n") {
+			t.Errorf("%q: exit %d, stdout %q, stderr:\n%s\nwant exit 2 and %q with a pointer to the help", tc.args, code, out, errOut, tc.want)
 		}
 	}
 
@@ -317,8 +310,8 @@ func TestTokensErrors(t *testing.T) {
 		{filepath.Join(t.TempDir(), "missing.json")},
 	} {
 		code, out, errOut := runMain(t, append([]string{"tokens"}, args...)...)
-		if code != exitFailure || out != "" || !strings.Contains(errOut, args[0]) {
-			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 1 naming the file", args, code, out, errOut)
+		if code != exitCouldNotRun || out != "" || !strings.Contains(errOut, args[0]) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 3 naming the file", args, code, out, errOut)
 		}
 	}
 }
