@@ -48,6 +48,21 @@ func BenchmarkResolve(b *testing.B) {
 			}
 		})
 	}
+	// The same call with arguments the core has decoded already.
+	tool := findTool(github, "issue_write")
+	var args map[string]any
+	if err := json.Unmarshal([]byte(cases[1].args), &args); err != nil {
+		b.Fatal(err)
+	}
+	call := rules.Call{Server: "up", Tool: tool, Args: args, Principal: "user@example.com"}
+	b.Run("github/issue_write=update/decoded", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := gr.Resolve(b.Context(), call, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // BenchmarkLoad measures compiling the GitHub pack and checking it
