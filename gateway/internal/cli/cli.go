@@ -65,6 +65,7 @@ var commands = []commandInfo{
 	{"lint", "check a server's or a catalog's tool metadata and tool resolution, for CI", func() command { return &lintCmd{} }},
 	{"docs", "write safety tables (Markdown or HTML) of a server's or a catalog's tools", func() command { return &docsCmd{} }},
 	{"tokens", "count the tokens of a tool catalog today and with progressive disclosure", func() command { return &tokensCmd{} }},
+	{"audit", "query and export the gateway's audit log (SQLite or PostgreSQL), by time, principal, effect, decision", func() command { return &auditCmd{} }},
 }
 
 func lookup(name string) (command, bool) {
