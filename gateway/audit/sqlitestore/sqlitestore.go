@@ -32,7 +32,8 @@ var migrationFiles embed.FS
 // Options configure a Store; nil means the defaults.
 type Options struct {
 	// BusyTimeout is how long a write waits for another writer of the
-	// file (another process) before failing. Zero means 5s.
+	// file (another process) before failing, unless its context ends
+	// first. Zero means 5s.
 	BusyTimeout time.Duration
 	// ReadOnly opens an existing store to query it: the file must exist
 	// and its schema be current; nothing is created or migrated.

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 
@@ -14,8 +13,10 @@ import (
 	"github.com/preflightmcp/preflight/gateway/audit/sqlitestore"
 )
 
+// open opens a store with the default busy timeout (5s): a write that
+// waits for another writer of the file ends at its context's deadline.
 func open(ctx context.Context, path string) (audit.Store, error) {
-	return sqlitestore.Open(ctx, path, &sqlitestore.Options{BusyTimeout: 500 * time.Millisecond})
+	return sqlitestore.Open(ctx, path, nil)
 }
 
 func TestMain(m *testing.M) {
