@@ -129,12 +129,19 @@ func folderPath(p string) (string, error) {
 
 // listing returns the names in the folder at path (a [folderPath]),
 // directories with a trailing slash.
+// The folder is opened without blocking, so that a named pipe in its
+// place is refused instead of holding the call for ever.
 func listing(root *os.Root, path string) ([]string, error) {
-	f, err := root.Open(path)
+	f, err := root.OpenFile(path, os.O_RDONLY|nonBlocking, 0)
 	if err != nil {
 		return nil, describe(path, err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, describe(path, err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("%s: not a folder", path)
+	}
 	entries, err := f.ReadDir(-1)
 	if err != nil {
 		return nil, describe(path, err)
