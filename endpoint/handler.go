@@ -1,13 +1,17 @@
 package endpoint
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -36,9 +40,20 @@ type Options struct {
 
 	// SessionTimeout closes a legacy (2025-11-25 and older) session after it
 	// has seen no HTTP request for this long
-	// (see [mcp.StreamableHTTPOptions.SessionTimeout]).
-	// If zero, legacy sessions live until the client deletes them.
+	// (see [mcp.StreamableHTTPOptions.SessionTimeout]); a request in
+	// progress holds it open. The client's next request then gets 404, and
+	// a client of 2025-11-25 starts a new session; a client that idles
+	// longer should ping. Zero means Legacy.SessionTimeout if that is set,
+	// else [DefaultSessionTimeout]; negative means sessions live until the
+	// client deletes them, which a client that walks away never does.
 	SessionTimeout time.Duration
+
+	// MaxSessions caps the legacy sessions open at once. Past it, a request
+	// that would open one is answered with HTTP 503 and the JSON-RPC error
+	// -32000, and nothing is created; requests of open sessions and of
+	// 2026-07-28 (which has no sessions) are served as usual. Zero means
+	// [DefaultMaxSessions]; negative means no cap.
+	MaxSessions int
 
 	// Legacy, if non-nil, is the base configuration of the stateful handler
 	// that serves legacy clients; it is copied, its Stateless field is
@@ -55,6 +70,16 @@ type Options struct {
 	Stateless *mcp.StreamableHTTPOptions
 }
 
+// Defaults of [Options].
+const (
+	DefaultSessionTimeout = 10 * time.Minute
+	DefaultMaxSessions    = 1000
+)
+
+// CodeTooManySessions is the JSON-RPC error code of a request refused
+// because [Options.MaxSessions] legacy sessions are open.
+const CodeTooManySessions = -32000
+
 // NewHandler returns an http.Handler that serves server to MCP clients of
 // both protocol eras: requests of 2026-07-28 and later go to a stateless SDK
 // handler, all others to a stateful one with sessions. See the package
@@ -63,7 +88,7 @@ type Options struct {
 //
 // The handler does not care about the URL path; mount it where clients
 // expect it (conventionally [Path]).
-func NewHandler(server *mcp.Server, opts *Options) http.Handler {
+func NewHandler(server *mcp.Server, opts *Options) *Handler {
 	if server == nil {
 		panic("endpoint.NewHandler: nil server")
 	}
@@ -84,11 +109,17 @@ func NewHandler(server *mcp.Server, opts *Options) http.Handler {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &router{
+	max := opts.MaxSessions
+	if max == 0 {
+		max = DefaultMaxSessions
+	}
+	return &Handler{
 		stateful:  mcp.NewStreamableHTTPHandler(getServer, legacy),
 		stateless: mcp.NewStreamableHTTPHandler(getServer, stateless),
 		peekLimit: limit,
 		logger:    logger,
+		server:    server,
+		sessions:  sessionCount{max: max},
 	}
 }
 
@@ -106,34 +137,195 @@ func (o *Options) handlerOptions(base *mcp.StreamableHTTPOptions, stateless bool
 	if o.JSONResponse {
 		h.JSONResponse = true
 	}
-	if !stateless && o.SessionTimeout != 0 {
-		h.SessionTimeout = o.SessionTimeout
+	if !stateless {
+		switch {
+		case o.SessionTimeout < 0:
+			h.SessionTimeout = 0 // the SDK's "never"
+		case o.SessionTimeout > 0:
+			h.SessionTimeout = o.SessionTimeout
+		case h.SessionTimeout <= 0:
+			h.SessionTimeout = DefaultSessionTimeout
+		}
 	}
 	return &h
 }
 
-// router sends each request to the SDK handler of its protocol era.
-type router struct {
+// A Handler serves one MCP server to clients of both protocol eras; see
+// [NewHandler].
+type Handler struct {
 	stateful  http.Handler // sessions; protocol 2025-11-25 and older
 	stateless http.Handler // no sessions; protocol 2026-07-28 and later
 	peekLimit int64        // most body bytes read to route a header-less POST
 	logger    *slog.Logger
+	server    *mcp.Server
+	sessions  sessionCount
 }
 
-func (rt *router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	sessionless, reason := rt.route(req)
-	if sessionless {
-		rt.logger.DebugContext(req.Context(), "mcp request routed", "handler", "stateless", "reason", reason, "method", req.Method)
-		rt.stateless.ServeHTTP(w, req)
+// Sessions returns the number of legacy sessions open, counting those
+// being opened by a request in progress.
+func (h *Handler) Sessions() int { return h.sessions.load() }
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method == http.MethodPost && isArray(req, h.peekLimit) {
+		h.logger.DebugContext(req.Context(), "mcp request refused", "reason", "JSON array body")
+		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, batchMessage)
 		return
 	}
-	rt.logger.DebugContext(req.Context(), "mcp request routed", "handler", "stateful", "reason", reason, "method", req.Method)
-	rt.stateful.ServeHTTP(w, req)
+	sessionless, reason := h.route(req)
+	if sessionless {
+		h.logger.DebugContext(req.Context(), "mcp request routed", "handler", "stateless", "reason", reason, "method", req.Method)
+		h.stateless.ServeHTTP(w, req)
+		return
+	}
+	h.logger.DebugContext(req.Context(), "mcp request routed", "handler", "stateful", "reason", reason, "method", req.Method)
+	if req.Method != http.MethodPost || req.Header.Get(sessionIDHeader) != "" {
+		h.stateful.ServeHTTP(w, req)
+		return
+	}
+	// A POST without a session id may open a session: count it before
+	// the SDK handler runs, so that the cap holds under concurrency.
+	if !h.sessions.reserve() {
+		if h.sessions.warnDue(time.Now()) {
+			h.logger.WarnContext(req.Context(), "mcp requests refused: too many legacy sessions (logged once a minute)", "max", h.sessions.max)
+		}
+		w.Header().Set("Retry-After", "60")
+		writeError(w, http.StatusServiceUnavailable, requestID(req, h.peekLimit), CodeTooManySessions,
+			fmt.Sprintf("Server busy: %d legacy sessions are open, the most this server keeps. Retry later, or use protocol %s, which needs no session.", h.sessions.max, SessionlessVersion))
+		return
+	}
+	h.stateful.ServeHTTP(w, req)
+	h.watch(w.Header().Get(sessionIDHeader))
+}
+
+// watch counts the session id until it closes, or releases the
+// reservation if the request opened no session that is still open.
+func (h *Handler) watch(id string) {
+	if id != "" {
+		for ss := range h.server.Sessions() {
+			if ss.ID() == id {
+				go func() {
+					_ = ss.Wait()
+					h.sessions.release()
+				}()
+				return
+			}
+		}
+	}
+	h.sessions.release()
+}
+
+// sessionCount counts open legacy sessions against a cap.
+type sessionCount struct {
+	max int // <= 0: no cap
+	mu  sync.Mutex
+	n   int
+
+	lastWarn time.Time // of a refusal, to log them once a minute
+}
+
+// warnDue reports whether a refusal at now should be logged.
+func (c *sessionCount) warnDue(now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now.Sub(c.lastWarn) < time.Minute {
+		return false
+	}
+	c.lastWarn = now
+	return true
+}
+
+func (c *sessionCount) reserve() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.max > 0 && c.n >= c.max {
+		return false
+	}
+	c.n++
+	return true
+}
+
+func (c *sessionCount) release() {
+	c.mu.Lock()
+	c.n--
+	c.mu.Unlock()
+}
+
+func (c *sessionCount) load() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// isArray reports whether req's body, past leading JSON whitespace (at
+// most limit bytes of it), starts a JSON array. It puts back a body that
+// yields the same bytes.
+func isArray(req *http.Request, limit int64) bool {
+	if req.Body == nil || req.Body == http.NoBody {
+		return false
+	}
+	orig := req.Body
+	br := bufio.NewReader(orig)
+	var space []byte
+	var rest io.Reader = br
+	array := false
+	for int64(len(space)) <= limit {
+		c, err := br.ReadByte()
+		if err != nil {
+			if err != io.EOF {
+				rest = errReader{err} // the same error, after the same bytes
+			}
+			break
+		}
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			_ = br.UnreadByte()
+			array = c == '['
+			break
+		}
+		space = append(space, c)
+	}
+	req.Body = readCloser{io.MultiReader(bytes.NewReader(space), rest), orig}
+	return array
+}
+
+// requestID returns the id of the JSON-RPC request in req's body, if it
+// has a usable one, reading at most limit bytes; it puts back a body that
+// yields the same bytes.
+func requestID(req *http.Request, limit int64) json.RawMessage {
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil
+	}
+	orig := req.Body
+	buf, err := io.ReadAll(io.LimitReader(orig, limit))
+	req.Body = readCloser{io.MultiReader(bytes.NewReader(buf), orig), orig}
+	if err != nil {
+		return nil
+	}
+	var msg struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(buf, &msg) != nil || len(msg.ID) == 0 {
+		return nil
+	}
+	if c := msg.ID[0]; c != '"' && c != '-' && (c < '0' || c > '9') {
+		return nil
+	}
+	return msg.ID
+}
+
+// writeError writes one JSON-RPC error response with the HTTP status.
+func writeError(w http.ResponseWriter, status int, id json.RawMessage, code int64, message string) {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(errorReply{JSONRPC: "2.0", ID: id, Error: wireError{Code: code, Message: message}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
 }
 
 // route reports whether req belongs to the sessionless era, and a short
 // reason for the log. It may replace req.Body with an equivalent reader.
-func (rt *router) route(req *http.Request) (sessionless bool, reason string) {
+func (h *Handler) route(req *http.Request) (sessionless bool, reason string) {
 	if v := req.Header.Get(protocolVersionHeader); v != "" {
 		if !isVersion(v) {
 			return false, "malformed version header"
@@ -150,7 +342,7 @@ func (rt *router) route(req *http.Request) (sessionless bool, reason string) {
 		// The request belongs to a legacy session; its owner answers it.
 		return false, "session id"
 	}
-	v, ok := rt.peekVersion(req)
+	v, ok := h.peekVersion(req)
 	if !ok {
 		return false, "no version in header or body"
 	}
@@ -160,20 +352,20 @@ func (rt *router) route(req *http.Request) (sessionless bool, reason string) {
 	return false, "version in body _meta"
 }
 
-// peekVersion reads at most rt.peekLimit bytes of req.Body to find
+// peekVersion reads at most h.peekLimit bytes of req.Body to find
 // params._meta["io.modelcontextprotocol/protocolVersion"], and puts back a
 // body that yields exactly the same bytes (and the same read error, if any)
 // as the original. A body over the limit is not parsed: the SDK handler
 // that receives it enforces its own limit and answers 413.
-func (rt *router) peekVersion(req *http.Request) (string, bool) {
+func (h *Handler) peekVersion(req *http.Request) (string, bool) {
 	orig := req.Body
-	buf, err := io.ReadAll(io.LimitReader(orig, rt.peekLimit+1))
+	buf, err := io.ReadAll(io.LimitReader(orig, h.peekLimit+1))
 	var rest io.Reader = orig
 	if err != nil {
 		rest = errReader{err}
 	}
 	req.Body = readCloser{io.MultiReader(bytes.NewReader(buf), rest), orig}
-	if err != nil || int64(len(buf)) > rt.peekLimit {
+	if err != nil || int64(len(buf)) > h.peekLimit {
 		return "", false
 	}
 	return metaProtocolVersion(buf)
