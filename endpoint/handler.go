@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -159,6 +160,7 @@ type Handler struct {
 	logger    *slog.Logger
 	server    *mcp.Server
 	sessions  sessionCount
+	inflight  inFlight
 }
 
 // Sessions returns the number of legacy sessions open, counting those
@@ -178,7 +180,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	h.logger.DebugContext(req.Context(), "mcp request routed", "handler", "stateful", "reason", reason, "method", req.Method)
-	if req.Method != http.MethodPost || req.Header.Get(sessionIDHeader) != "" {
+	if id := req.Header.Get(sessionIDHeader); id != "" {
+		switch req.Method {
+		case http.MethodPost:
+			// Requests of a session are tracked while they run, so that
+			// ending the session can cancel them.
+			if rid := requestID(req, h.peekLimit); rid != nil {
+				done := h.inflight.add(id, string(rid))
+				defer done()
+			}
+		case http.MethodDelete:
+			h.cancelInFlight(req, id)
+		}
+		h.stateful.ServeHTTP(w, req)
+		return
+	}
+	if req.Method != http.MethodPost {
 		h.stateful.ServeHTTP(w, req)
 		return
 	}
@@ -196,6 +213,76 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	h.stateful.ServeHTTP(w, req)
 	h.watch(w.Header().Get(sessionIDHeader))
 }
+
+// cancelInFlight cancels the requests the client has in flight in the
+// session it is deleting, as notifications/cancelled from the client would:
+// the SDK closes a session only once its requests have finished, and a
+// request waiting for something only the client could give (the answer to
+// a question) would otherwise hold the session and the DELETE until its own
+// timeout.
+func (h *Handler) cancelInFlight(del *http.Request, session string) {
+	for _, rid := range h.inflight.ids(session) {
+		body := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + rid + `,"reason":"the client ended the session"}}`
+		req, err := http.NewRequestWithContext(del.Context(), http.MethodPost, del.URL.String(), strings.NewReader(body))
+		if err != nil {
+			return
+		}
+		req.Header = del.Header.Clone() // the session, its version, its credentials
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Host, req.RemoteAddr = del.Host, del.RemoteAddr
+		h.stateful.ServeHTTP(discardWriter{}, req)
+	}
+}
+
+// inFlight holds the ids of the requests in progress per legacy session.
+// It holds one entry per POST being served, so it is bounded by them.
+type inFlight struct {
+	mu sync.Mutex
+	m  map[string]map[string]int // session -> request id (raw JSON) -> count
+}
+
+// add records request id of session and returns the function that
+// forgets it.
+func (f *inFlight) add(session, id string) func() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil {
+		f.m = map[string]map[string]int{}
+	}
+	if f.m[session] == nil {
+		f.m[session] = map[string]int{}
+	}
+	f.m[session][id]++
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.m[session][id]--; f.m[session][id] <= 0 {
+			delete(f.m[session], id)
+		}
+		if len(f.m[session]) == 0 {
+			delete(f.m, session)
+		}
+	}
+}
+
+func (f *inFlight) ids(session string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ids := make([]string, 0, len(f.m[session]))
+	for id := range f.m[session] {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// discardWriter is the response writer of a request whose answer nobody
+// reads.
+type discardWriter struct{}
+
+func (discardWriter) Header() http.Header         { return http.Header{} }
+func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (discardWriter) WriteHeader(int)             {}
 
 // watch counts the session id until it closes, or releases the
 // reservation if the request opened no session that is still open.
@@ -288,22 +375,27 @@ func isArray(req *http.Request, limit int64) bool {
 }
 
 // requestID returns the id of the JSON-RPC request in req's body, if it
-// has a usable one, reading at most limit bytes; it puts back a body that
-// yields the same bytes.
+// is a request with a usable id, reading at most limit bytes; it puts back
+// a body that yields the same bytes.
 func requestID(req *http.Request, limit int64) json.RawMessage {
 	if req.Body == nil || req.Body == http.NoBody {
 		return nil
 	}
 	orig := req.Body
 	buf, err := io.ReadAll(io.LimitReader(orig, limit))
-	req.Body = readCloser{io.MultiReader(bytes.NewReader(buf), orig), orig}
+	var rest io.Reader = orig
+	if err != nil {
+		rest = errReader{err} // the same error, after the same bytes
+	}
+	req.Body = readCloser{io.MultiReader(bytes.NewReader(buf), rest), orig}
 	if err != nil {
 		return nil
 	}
 	var msg struct {
-		ID json.RawMessage `json:"id"`
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
 	}
-	if json.Unmarshal(buf, &msg) != nil || len(msg.ID) == 0 {
+	if json.Unmarshal(buf, &msg) != nil || len(msg.ID) == 0 || msg.Method == "" {
 		return nil
 	}
 	if c := msg.ID[0]; c != '"' && c != '-' && (c < '0' || c > '9') {

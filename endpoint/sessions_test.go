@@ -1,7 +1,9 @@
 package endpoint
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -178,3 +180,64 @@ func TestSessionTimeoutOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteCancelsRequests: a legacy client that deletes its session
+// while one of its requests waits (here, a tool that waits for its
+// context) ends that request: the SDK closes a session only once its
+// requests are done, so without the cancellation the DELETE would wait as
+// long as the request.
+func TestDeleteCancelsRequests(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	server := newTestServer()
+	started := make(chan struct{})
+	ended := make(chan error, 1)
+	var release chan struct{}
+	mcp.AddTool(server, &mcp.Tool{Name: "wait", Description: "Waits until cancelled."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			close(started)
+			select {
+			case <-ctx.Done():
+			case <-release: // the test failed: let the server shut down
+			}
+			ended <- ctx.Err()
+			return nil, nil, ctx.Err()
+		})
+	hs := httptest.NewServer(NewHandler(server, nil))
+	defer hs.Close()
+	release = make(chan struct{})
+	defer close(release)
+	p := wiretest.Legacy(hs.URL, nil)
+	p.Initialize(t)
+
+	called := make(chan struct{})
+	go func() {
+		defer close(called)
+		body := `{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"wait","arguments":{}}}`
+		req, _ := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		req.Header.Set(sessionIDHeader, p.Session())
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	<-started
+	deleted := make(chan struct{})
+	go func() { p.Close(); close(deleted) }()
+	select {
+	case err := <-ended:
+		if err == nil {
+			t.Error("the request ended without a cancelled context")
+		}
+	case <-time.After(30 * time.Second): // only a request that outlives its session gets here
+		t.Fatal("the request still runs after its session was deleted")
+	}
+	<-deleted
+	<-called
+	waitFor(t, "the session to close", func() bool { return serverSessions(server) == 0 })
+}
+
+// serverSessions counts the server's sessions.
+func serverSessions(server *mcp.Server) int { return len(slices.Collect(server.Sessions())) }
