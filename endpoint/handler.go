@@ -110,18 +110,19 @@ func NewHandler(server *mcp.Server, opts *Options) *Handler {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	max := opts.MaxSessions
-	if max == 0 {
-		max = DefaultMaxSessions
+	maxSessions := opts.MaxSessions
+	if maxSessions == 0 {
+		maxSessions = DefaultMaxSessions
 	}
-	return &Handler{
+	h := &Handler{
 		stateful:  mcp.NewStreamableHTTPHandler(getServer, legacy),
 		stateless: mcp.NewStreamableHTTPHandler(getServer, stateless),
 		peekLimit: limit,
 		logger:    logger,
 		server:    server,
-		sessions:  sessionCount{max: max},
 	}
+	h.sessions.max, h.sessions.live = maxSessions, h.liveIDs
+	return h
 }
 
 // handlerOptions returns a copy of base (or of the zero options) for one of
@@ -207,7 +208,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 		w.Header().Set("Retry-After", "60")
 		writeError(w, http.StatusServiceUnavailable, requestID(req, h.peekLimit), CodeTooManySessions,
-			fmt.Sprintf("Server busy: %d legacy sessions are open, the most this server keeps. Retry later, or use protocol %s, which needs no session.", h.sessions.max, SessionlessVersion))
+			fmt.Sprintf("Server busy: this server keeps at most %d legacy sessions and all are open. Retry later, or use protocol %s, which needs no session.", h.sessions.max, SessionlessVersion))
 		return
 	}
 	h.stateful.ServeHTTP(w, req)
@@ -284,28 +285,43 @@ func (discardWriter) Header() http.Header         { return http.Header{} }
 func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (discardWriter) WriteHeader(int)             {}
 
-// watch counts the session id until it closes, or releases the
-// reservation if the request opened no session that is still open.
+// watch records the session the request opened, if it is still open,
+// and settles the request's reservation either way.
 func (h *Handler) watch(id string) {
+	open := false
 	if id != "" {
 		for ss := range h.server.Sessions() {
 			if ss.ID() == id {
-				go func() {
-					_ = ss.Wait()
-					h.sessions.release()
-				}()
-				return
+				open = true
+				break
 			}
 		}
 	}
-	h.sessions.release()
+	h.sessions.settle(id, open)
 }
 
-// sessionCount counts open legacy sessions against a cap.
+// liveIDs returns the ids of the server's open sessions.
+func (h *Handler) liveIDs() map[string]bool {
+	live := map[string]bool{}
+	for ss := range h.server.Sessions() {
+		live[ss.ID()] = true
+	}
+	return live
+}
+
+// sessionCount counts open legacy sessions against a cap. It records the
+// ids of the sessions opened through the handler and forgets those the
+// server no longer holds when it checks the cap, when it is asked for the
+// count and, without a cap, each time the record doubles: no goroutine
+// waits on a session.
 type sessionCount struct {
-	max int // <= 0: no cap
-	mu  sync.Mutex
-	n   int
+	max  int // <= 0: no cap
+	live func() map[string]bool
+
+	mu        sync.Mutex
+	pending   int                 // requests that may open a session
+	ids       map[string]struct{} // sessions opened, open when last checked
+	nextPrune int                 // record size that triggers a check without a cap
 
 	lastWarn time.Time // of a refusal, to log them once a minute
 }
@@ -321,26 +337,54 @@ func (c *sessionCount) warnDue(now time.Time) bool {
 	return true
 }
 
+// reserve counts a request that may open a session, unless the cap is
+// reached.
 func (c *sessionCount) reserve() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.max > 0 && c.n >= c.max {
+	full := func() bool { return c.max > 0 && c.pending+len(c.ids) >= c.max }
+	if full() || len(c.ids) >= max(c.nextPrune, 64) {
+		c.prune()
+		c.nextPrune = 2 * len(c.ids)
+	}
+	if full() {
 		return false
 	}
-	c.n++
+	c.pending++
 	return true
 }
 
-func (c *sessionCount) release() {
+// settle ends a reservation; open says the request opened session id.
+func (c *sessionCount) settle(id string, open bool) {
 	c.mu.Lock()
-	c.n--
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	c.pending--
+	if open {
+		if c.ids == nil {
+			c.ids = map[string]struct{}{}
+		}
+		c.ids[id] = struct{}{}
+	}
+}
+
+// prune forgets the sessions the server no longer holds; c.mu is held.
+func (c *sessionCount) prune() {
+	if len(c.ids) == 0 || c.live == nil {
+		return
+	}
+	live := c.live()
+	for id := range c.ids {
+		if !live[id] {
+			delete(c.ids, id)
+		}
+	}
 }
 
 func (c *sessionCount) load() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.n
+	c.prune()
+	return c.pending + len(c.ids)
 }
 
 // isArray reports whether req's body, past leading JSON whitespace (at

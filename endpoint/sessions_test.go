@@ -104,7 +104,7 @@ func TestSessionCap(t *testing.T) {
 		}
 		if err != nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" ||
 			resp.Header.Get(sessionIDHeader) != "" || r.Error == nil || r.Error.Code != CodeTooManySessions || string(r.ID) != wantID ||
-			!strings.Contains(r.Error.Message, "3 legacy sessions") {
+			!strings.Contains(r.Error.Message, "at most 3 legacy sessions") {
 			t.Errorf("initialize past the cap: HTTP %d %v, %+v (id %s), want 503 with -32000 and id %s", resp.StatusCode, err, r.Error, r.ID, wantID)
 		}
 	}
