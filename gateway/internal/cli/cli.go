@@ -65,6 +65,7 @@ var commands = []commandInfo{
 	{"lint", "check a server's or a catalog's tool metadata and tool resolution, for CI", func() command { return &lintCmd{} }},
 	{"docs", "write safety tables (Markdown or HTML) of a server's or a catalog's tools", func() command { return &docsCmd{} }},
 	{"tokens", "count the tokens of a tool catalog today and with progressive disclosure", func() command { return &tokensCmd{} }},
+	{"token", "make a bearer token for a client of the gateway, and the config entry that accepts it", func() command { return &tokenCmd{} }},
 }
 
 func lookup(name string) (command, bool) {
