@@ -99,6 +99,7 @@ var commands = []commandInfo{
 	{"docs", "write safety tables (Markdown, HTML or JSON) of a server's or a catalog's tools", func() command { return &docsCmd{} }},
 	{"tokens", "count the tokens of a tool catalog today and with progressive disclosure", func() command { return &tokensCmd{} }},
 	{"audit", "query and export the gateway's audit log (SQLite or PostgreSQL), by time, principal, effect, decision", func() command { return &auditCmd{} }},
+	{"token", "make a bearer token for a client of the gateway, and the config entry that accepts it", func() command { return &tokenCmd{} }},
 }
 
 func lookup(name string) (command, bool) {
