@@ -39,7 +39,7 @@ type Nonces interface {
 const MaxNonceTTL = 24 * time.Hour
 
 // DefaultNonceCapacity is how many unexpired nonces the in-process store
-// holds unless [Options.NonceCapacity] says otherwise: about 150 MB when
+// holds unless [Options.NonceCapacity] says otherwise: about 141 MB when
 // full (docs/state.md), and a sustained 1,700 confirmations a second
 // with ten-minute state.
 const DefaultNonceCapacity = 1 << 20
