@@ -195,7 +195,14 @@ func (s *Service) Resume(ctx context.Context, id string, c Call, wait time.Durat
 	}
 	switch r.State {
 	case Approved:
-		return s.store.Consume(ctx, id, time.Now())
+		used, err := s.store.Consume(ctx, id, time.Now())
+		switch {
+		case errors.Is(err, ErrExpired):
+			return used, nil // lapsed in the meantime: State is Expired
+		case err != nil:
+			return nil, err
+		}
+		return used, nil
 	case Used:
 		return nil, ErrUsed
 	}
