@@ -42,6 +42,8 @@ type fixtureOptions struct {
 	admins   []string
 	tls      bool
 	opts     page.Options
+	// approvals, if set, is the replica's approval service.
+	approvals *approval.Service
 }
 
 func newFixture(t *testing.T, fo *fixtureOptions) *fixture {
@@ -55,10 +57,14 @@ func newFixture(t *testing.T, fo *fixtureOptions) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
+	approvals := fo.approvals
+	if approvals == nil {
+		approvals = approval.New(nil, &approval.Options{Admins: fo.admins})
+	}
 	f := &fixture{
 		t:         t,
 		login:     page.NewTokenLogin(&page.TokenLoginOptions{Identity: fo.identity}),
-		approvals: approval.New(nil, &approval.Options{Admins: fo.admins}),
+		approvals: approvals,
 		audit:     store,
 		pins:      newMemPins(),
 	}

@@ -532,3 +532,39 @@ func TestPrefix(t *testing.T) {
 		t.Error("a relative prefix was accepted")
 	}
 }
+
+// TestApprovalOnThePageOfAnotherReplica: two replicas share the approval
+// store and the notifier; a call waits on replica b, a person approves on
+// replica a's page, and the wait on b returns approved.
+func TestApprovalOnThePageOfAnotherReplica(t *testing.T) {
+	store := approval.NewMemStore(nil)
+	bus := approval.NewLocalNotifier()
+	a := approval.New(store, &approval.Options{Notifier: bus, Recheck: time.Hour})
+	b := approval.New(store, &approval.Options{Notifier: bus, Recheck: time.Hour})
+	f := newFixture(t, &fixtureOptions{approvals: a})
+	req, err := b.Ask(t.Context(), approval.Call{Server: "files", Tool: "delete_file", Arguments: []byte(`{"path":"x"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), bound)
+	defer cancel()
+	released := make(chan *approval.Request, 1)
+	go func() {
+		r, err := b.Wait(ctx, req.ID)
+		if err != nil {
+			t.Errorf("Wait on replica b: %v", err)
+		}
+		released <- r
+	}()
+	br := f.browser()
+	csrf := br.signIn()
+	if r := br.post("/approvals/"+req.ID+"/approve", url.Values{"csrf": {csrf}}); r.status != http.StatusSeeOther {
+		t.Fatalf("approve on replica a's page: %d\n%s", r.status, r.body)
+	}
+	if r := <-released; r == nil || r.State != approval.Approved || r.DecidedBy.String() != "operator" {
+		t.Fatalf("Wait on replica b returned %+v", r)
+	}
+	if r, err := b.Ask(t.Context(), approval.Call{Server: "files", Tool: "delete_file", Arguments: []byte(`{"path":"x"}`)}); err != nil || r.State != approval.Used {
+		t.Errorf("retry on replica b: %+v, %v", r, err)
+	}
+}
