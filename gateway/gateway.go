@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -141,7 +142,8 @@ type Gateway struct {
 
 	state    atomic.Pointer[snapshot]
 	rebuildC chan struct{}
-	mirror   mirror // what is registered with the SDK server (rebuild goroutine only)
+	announce atomic.Uint32 // upstream.ListKinds to announce at the next rebuild
+	mirror   mirror        // what is registered with the SDK server (rebuild goroutine only)
 
 	mu       sync.Mutex
 	changed  chan struct{} // closed and replaced on every rebuild
@@ -161,6 +163,9 @@ func New(opts *Options) (*Gateway, error) {
 	}
 	if o.Name == "" {
 		o.Name = DefaultName
+	}
+	if o.Version == "" {
+		o.Version = defaultVersion()
 	}
 	if o.ShutdownGrace <= 0 {
 		o.ShutdownGrace = DefaultShutdownGrace
@@ -198,6 +203,7 @@ func New(opts *Options) (*Gateway, error) {
 			Naming:            u.naming(),
 			ClientInfo:        info,
 			OnChange:          func(*upstream.Conn) { g.rebuildSoon() },
+			OnListChanged:     g.listChanged,
 			OnResourceUpdated: g.resourceUpdated,
 		})
 		if err != nil {
@@ -215,6 +221,22 @@ func New(opts *Options) (*Gateway, error) {
 		pipeline.Resolve(g.resolver, logger),
 	)
 	return g, nil
+}
+
+// defaultVersion is the version of the module the gateway was built from,
+// or "devel".
+func defaultVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range bi.Deps {
+			if m.Path == "github.com/preflightmcp/preflight/gateway" && m.Version != "" && m.Version != "(devel)" {
+				return m.Version
+			}
+		}
+		if v := bi.Main.Version; bi.Main.Path == "github.com/preflightmcp/preflight/gateway" && v != "" && v != "(devel)" {
+			return v
+		}
+	}
+	return "devel"
 }
 
 // Server returns the gateway's MCP server, to serve over any transport.

@@ -17,6 +17,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/catalog"
 	"github.com/preflightmcp/preflight/gateway/internal/rawjson"
 	"github.com/preflightmcp/preflight/gateway/pipeline"
+	"github.com/preflightmcp/preflight/gateway/upstream"
 	"github.com/preflightmcp/preflight/hints"
 	"github.com/preflightmcp/preflight/resolve"
 )
@@ -46,6 +47,39 @@ type toolJSON struct {
 // notifications when items come and go. Only the rebuild goroutine uses it.
 type mirror struct {
 	tools, prompts, resources, templates map[string]string
+}
+
+// listChanged records that an upstream announced changed lists; the next
+// rebuild tells the clients, even if the aggregate looks the same (the
+// upstream may have changed and changed back, as a client could have seen).
+func (g *Gateway) listChanged(_ *upstream.Conn, kinds upstream.ListKinds) {
+	for {
+		old := g.announce.Load()
+		if g.announce.CompareAndSwap(old, old|uint32(kinds)) {
+			break
+		}
+	}
+	g.rebuildSoon()
+}
+
+// announceLists makes the SDK server send list_changed for kinds, by adding
+// and removing a placeholder that no client sees (lists and calls are
+// served from the gateway's own catalog, not the SDK's registry).
+func (g *Gateway) announceLists(kinds upstream.ListKinds) {
+	const name = "preflight.gateway.list-changed"
+	const uri = "preflight-gateway:list-changed"
+	if kinds&upstream.ListTools != 0 && g.mirror.tools[name] == "" {
+		g.server.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)}, unreachableTool)
+		g.server.RemoveTools(name)
+	}
+	if kinds&upstream.ListPrompts != 0 && g.mirror.prompts[name] == "" {
+		g.server.AddPrompt(&mcp.Prompt{Name: name}, unreachablePrompt)
+		g.server.RemovePrompts(name)
+	}
+	if kinds&upstream.ListResources != 0 && g.mirror.resources[uri] == "" {
+		g.server.AddResource(&mcp.Resource{URI: uri, Name: name}, unreachableResource)
+		g.server.RemoveResources(uri)
+	}
 }
 
 func (g *Gateway) rebuildSoon() {
@@ -187,6 +221,9 @@ func (g *Gateway) rebuild() *snapshot {
 	}
 
 	g.state.Store(snap)
+	if kinds := upstream.ListKinds(g.announce.Swap(0)); kinds != 0 {
+		g.announceLists(kinds)
+	}
 	return snap
 }
 

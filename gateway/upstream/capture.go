@@ -34,6 +34,7 @@ import (
 type sink struct {
 	mu     sync.Mutex
 	raw    json.RawMessage
+	before int64     // flow notifications read before the response
 	cache  cacheInfo // cache-control as the upstream sent it, if any
 	forget func()    // unregisters the sink from a connection, if set
 }
@@ -45,12 +46,26 @@ type cacheInfo struct {
 	scope string
 }
 
-func (s *sink) set(raw []byte) {
+func (s *sink) set(raw []byte, f *flow) {
 	s.mu.Lock()
 	if s.raw == nil {
 		s.raw = bytes.Clone(raw)
+		if f != nil {
+			s.before = f.observed.Load()
+		}
 	}
 	s.mu.Unlock()
+}
+
+// settle waits until the notifications read before the response are
+// handled (see flow).
+func (s *sink) settle(ctx context.Context, f *flow) {
+	s.mu.Lock()
+	n := s.before
+	s.mu.Unlock()
+	if f != nil && n > 0 {
+		f.wait(ctx, n)
+	}
 }
 
 // result returns the captured bytes, nil if none came.
@@ -88,6 +103,7 @@ func sinkFrom(ctx context.Context) *sink {
 // captureConn captures the results of requests whose context carries a sink.
 type captureConn struct {
 	mcp.Connection
+	flow    *flow
 	mu      sync.Mutex
 	waiting map[jsonrpc.ID]*sink
 }
@@ -117,13 +133,21 @@ func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
-	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
+	if err != nil {
+		return msg, err
+	}
+	switch m := msg.(type) {
+	case *jsonrpc.Request:
+		if !m.IsCall() && flowMethod(m.Method) {
+			c.flow.observe()
+		}
+	case *jsonrpc.Response:
 		c.mu.Lock()
-		s := c.waiting[resp.ID]
-		delete(c.waiting, resp.ID)
+		s := c.waiting[m.ID]
+		delete(c.waiting, m.ID)
 		c.mu.Unlock()
-		if s != nil && resp.Error == nil {
-			s.set(resp.Result)
+		if s != nil && m.Error == nil {
+			s.set(m.Result, c.flow)
 		}
 	}
 	return msg, err
@@ -132,22 +156,26 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // captureTransport captures, from the body of a streamable HTTP POST whose
 // context carries a sink, the result of the response to that POST's
 // request: the JSON body, or the first server-sent event holding a
-// JSON-RPC response.
+// JSON-RPC response. It also counts the flow notifications of every event
+// stream (see flow).
 type captureTransport struct {
 	base http.RoundTripper
+	flow *flow
 }
 
 func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(req)
-	s := sinkFrom(req.Context())
-	if err != nil || s == nil || resp.StatusCode/100 != 2 || resp.Body == nil {
+	if err != nil || resp.StatusCode/100 != 2 || resp.Body == nil {
 		return resp, err
 	}
+	s := sinkFrom(req.Context())
 	switch ct, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";"); strings.TrimSpace(strings.ToLower(ct)) {
 	case "application/json":
-		resp.Body = &jsonTee{body: resp.Body, sink: s}
+		if s != nil {
+			resp.Body = &jsonTee{body: resp.Body, sink: s, flow: t.flow}
+		}
 	case "text/event-stream":
-		resp.Body = &sseTee{body: resp.Body, sink: s}
+		resp.Body = &sseTee{body: resp.Body, sink: s, flow: t.flow}
 	}
 	return resp, nil
 }
@@ -161,6 +189,7 @@ const maxCapture = mcp.DefaultMaxEventSize
 type jsonTee struct {
 	body io.ReadCloser
 	sink *sink
+	flow *flow
 	buf  []byte
 	over bool
 }
@@ -175,7 +204,7 @@ func (j *jsonTee) Read(p []byte) (int, error) {
 		}
 	}
 	if err == io.EOF && !j.over {
-		captureMessage(j.sink, j.buf)
+		captureMessage(j.sink, j.flow, j.buf)
 		j.buf = nil
 	}
 	return n, err
@@ -183,11 +212,13 @@ func (j *jsonTee) Read(p []byte) (int, error) {
 
 func (j *jsonTee) Close() error { return j.body.Close() }
 
-// sseTee parses the event stream as the SDK reads it and captures the
-// first response it carries.
+// sseTee parses the event stream as the SDK reads it, counts its flow
+// notifications and captures the first response it carries, if it has a
+// sink.
 type sseTee struct {
 	body    io.ReadCloser
-	sink    *sink
+	sink    *sink // nil: count only
+	flow    *flow
 	line    []byte
 	data    []byte
 	over    bool
@@ -196,16 +227,14 @@ type sseTee struct {
 
 func (s *sseTee) Read(p []byte) (int, error) {
 	n, err := s.body.Read(p)
-	if !s.settled {
-		s.feed(p[:n])
-	}
+	s.feed(p[:n])
 	return n, err
 }
 
 func (s *sseTee) Close() error { return s.body.Close() }
 
 func (s *sseTee) feed(b []byte) {
-	for len(b) > 0 && !s.settled {
+	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
 			s.appendLine(b)
@@ -230,8 +259,12 @@ func (s *sseTee) endLine() {
 	s.line = s.line[:0]
 	switch {
 	case len(line) == 0: // end of event
-		if !s.over && len(s.data) > 0 && captureMessage(s.sink, s.data) {
-			s.settled = true
+		if !s.over && len(s.data) > 0 {
+			if s.settled || s.sink == nil {
+				countMessage(s.flow, s.data)
+			} else if captureMessage(s.sink, s.flow, s.data) {
+				s.settled = true
+			}
 		}
 		s.data, s.over = s.data[:0], false
 	case bytes.HasPrefix(line, []byte("data:")):
@@ -244,17 +277,30 @@ func (s *sseTee) endLine() {
 }
 
 // captureMessage captures the result of msg if it is a JSON-RPC response,
-// and reports whether it was one.
-func captureMessage(s *sink, msg []byte) bool {
-	if _, isReq, _ := rawjson.Get(msg, "method"); isReq {
+// and reports whether it was one; it counts a flow notification.
+func captureMessage(s *sink, f *flow, msg []byte) bool {
+	if countMessage(f, msg) {
 		return false
 	}
 	if res, ok, _ := rawjson.Get(msg, "result"); ok {
-		s.set(res)
+		s.set(res, f)
 		return true
 	}
 	_, isErr, _ := rawjson.Get(msg, "error")
 	return isErr
+}
+
+// countMessage counts msg if it is a flow notification and reports whether
+// it is a request or notification.
+func countMessage(f *flow, msg []byte) bool {
+	m, ok, _ := rawjson.GetString(msg, "method")
+	if !ok {
+		return false
+	}
+	if _, hasID, _ := rawjson.Get(msg, "id"); !hasID && flowMethod(m) && f != nil {
+		f.observe()
+	}
+	return true
 }
 
 // noCache is a sending middleware for the upstream client: it notes, in the

@@ -26,6 +26,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -62,6 +63,9 @@ type Options struct {
 	// OnChange is called, from the Conn's own goroutines, whenever its
 	// state or listing changes. It must not block.
 	OnChange func(*Conn)
+	// OnListChanged is called after the upstream said its lists of these
+	// kinds changed and they were listed again. It must not block.
+	OnListChanged func(c *Conn, kinds ListKinds)
 	// OnResourceUpdated is called when the upstream reports a subscribed
 	// resource as updated. It must not block for long.
 	OnResourceUpdated func(ctx context.Context, p *mcp.ResourceUpdatedNotificationParams)
@@ -84,6 +88,7 @@ type Conn struct {
 	want    chan struct{} // closed when a lazy Conn is first needed
 	wantOne sync.Once
 	refresh chan struct{} // a list changed: re-list (buffered, 1)
+	kinds   atomic.Uint32 // ListKinds announced since the last re-listing
 
 	mu       sync.Mutex
 	state    State
@@ -97,7 +102,8 @@ type Conn struct {
 	upCount  int         // successful connections so far
 
 	calls    callTable
-	inflight chan struct{} // semaphore of running calls
+	inflight chan struct{}        // semaphore of running calls
+	flow     atomic.Pointer[flow] // of the current connection attempt
 }
 
 // New returns a Conn for spec. It does not connect: call [Conn.Run].
@@ -336,8 +342,12 @@ func (c *Conn) serve(ctx context.Context, cs *mcp.ClientSession) {
 			<-ended
 			return
 		case <-c.refresh:
+			kinds := ListKinds(c.kinds.Swap(0))
 			if err := c.relist(ctx, cs); err != nil && ctx.Err() == nil {
 				c.logger.Warn("upstream re-listing failed", "error", Sanitize(err.Error()))
+			}
+			if f := c.opts.OnListChanged; f != nil && kinds != 0 {
+				f(c, kinds)
 			}
 		}
 	}
@@ -361,7 +371,9 @@ func (c *Conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.spec.ConnectTimeout)
 	defer cancel()
 	attempt := func(ctx context.Context, version string) (*mcp.ClientSession, error) {
-		t, err := c.transport(ctx)
+		f := newFlow()
+		c.flow.Store(f)
+		t, err := c.transport(ctx, f)
 		if err != nil {
 			return nil, err
 		}
@@ -487,9 +499,9 @@ func (c *Conn) newClient() *mcp.Client {
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return nil, errors.New("unreachable: questions are routed by middleware")
 		},
-		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { c.relistSoon() },
-		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.relistSoon() },
-		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.relistSoon() },
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { c.relistSoon(ListTools) },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.relistSoon(ListPrompts) },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.relistSoon(ListResources) },
 		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 			if f := c.opts.OnResourceUpdated; f != nil && req.Params != nil {
 				f(ctx, req.Params)
@@ -500,13 +512,29 @@ func (c *Conn) newClient() *mcp.Client {
 	})
 	client.AddSendingMiddleware(noCache)
 	registerResolve(client)
-	client.AddReceivingMiddleware(c.questionRouter)
+	client.AddReceivingMiddleware(c.questionRouter, c.countHandled)
 	return client
 }
 
+// ListKinds is a set of lists: ListTools, ListPrompts, ListResources.
+type ListKinds uint32
+
+// Kinds of lists.
+const (
+	ListTools ListKinds = 1 << iota
+	ListPrompts
+	ListResources
+)
+
 // relistSoon asks the supervisor to re-list (the notification handler runs
 // on the connection's reader and must not call the upstream itself).
-func (c *Conn) relistSoon() {
+func (c *Conn) relistSoon(k ListKinds) {
+	for {
+		old := c.kinds.Load()
+		if c.kinds.CompareAndSwap(old, old|uint32(k)) {
+			break
+		}
+	}
 	select {
 	case c.refresh <- struct{}{}:
 	default:

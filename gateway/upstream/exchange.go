@@ -225,6 +225,7 @@ func (b *call) send(ctx context.Context, answers mcp.InputResponseMap, state str
 	if err != nil {
 		return nil, err
 	}
+	s.settle(ctx, b.conn.flow.Load())
 	raw := s.result()
 	if raw == nil {
 		// Nothing captured (the transport did not let us see it): encode

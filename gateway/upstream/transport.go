@@ -18,14 +18,14 @@ import (
 
 // transport returns a new transport for one connection attempt, with raw
 // result capture installed.
-func (c *Conn) transport(ctx context.Context) (mcp.Transport, error) {
+func (c *Conn) transport(ctx context.Context, f *flow) (mcp.Transport, error) {
 	s := c.spec
 	if s.Connect != nil {
 		t, err := s.Connect(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return wrapTransport{t}, nil
+		return wrapTransport{t, f}, nil
 	}
 	switch s.Transport {
 	case TransportStdio:
@@ -42,20 +42,20 @@ func (c *Conn) transport(ctx context.Context) (mcp.Transport, error) {
 		}
 		cmd.Stderr = &lineLogger{logger: c.logger, max: DefaultMaxStderrLine}
 		cmd.WaitDelay = s.StopGrace
-		return wrapTransport{&mcp.CommandTransport{Command: cmd, TerminateDuration: s.StopGrace}}, nil
+		return wrapTransport{&mcp.CommandTransport{Command: cmd, TerminateDuration: s.StopGrace}, f}, nil
 	case TransportHTTP:
 		hc, err := c.httpClient()
 		if err != nil {
 			return nil, err
 		}
-		hc.Transport = captureTransport{base: hc.Transport}
+		hc.Transport = captureTransport{base: hc.Transport, flow: f}
 		return &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc}, nil
 	case TransportSSE:
 		hc, err := c.httpClient()
 		if err != nil {
 			return nil, err
 		}
-		return wrapTransport{&mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: hc}}, nil
+		return wrapTransport{&mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: hc}, f}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %q", s.Transport)
 }
@@ -104,14 +104,17 @@ func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // wrapTransport wraps the connection of a transport in a captureConn.
-type wrapTransport struct{ mcp.Transport }
+type wrapTransport struct {
+	mcp.Transport
+	flow *flow
+}
 
 func (w wrapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	conn, err := w.Transport.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &captureConn{Connection: conn}, nil
+	return &captureConn{Connection: conn, flow: w.flow}, nil
 }
 
 // lineLogger logs what a stdio server writes to stderr, one record per
