@@ -1,6 +1,8 @@
 // Package cli implements the preflight command: a dispatcher with usage
 // text, and one file per subcommand.
 //
+//   - serve (serve.go) runs the gateway (package gateway) in front of the
+//     servers of a configuration file, or of a built-in setup.
 //   - demo (demo.go) runs the manage_files example server in-process and
 //     walks a client through list, resolve, decide and call for each of its
 //     actions, printing a table of what tool resolution changed.
@@ -60,6 +62,7 @@ type commandInfo struct {
 
 // commands lists the subcommands in the order the usage text shows them.
 var commands = []commandInfo{
+	{"serve", "run the gateway: one MCP endpoint in front of many servers, with tools/resolve for every tool", func() command { return &serveCmd{} }},
 	{"demo", "run the manage_files example in-process and show what tool resolution changes", func() command { return &demoCmd{} }},
 	{"inspect", "list, resolve and call the tools of any MCP server (HTTP URL or stdio command)", func() command { return &inspectCmd{} }},
 	{"lint", "check a server's or a catalog's tool metadata and tool resolution, for CI", func() command { return &lintCmd{} }},
