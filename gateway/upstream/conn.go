@@ -444,6 +444,12 @@ func (c *Conn) relist(ctx context.Context, cs *mcp.ClientSession) error {
 	}
 	for _, t := range l.Tools {
 		t.Upstream = c.spec.Name
+		if c.spec.Transport == TransportSSE && c.spec.Connect == nil {
+			// The SDK's HTTP+SSE server answers a method it does not know
+			// (tools/resolve) with HTTP 400, which its client takes for a
+			// broken connection: such tools get their static annotations.
+			t.Resolvable = false
+		}
 	}
 	for _, p := range l.Prompts {
 		p.Upstream = c.spec.Name

@@ -109,8 +109,20 @@ type wrapTransport struct {
 	flow *flow
 }
 
+// Connect connects within ctx, but the connection outlives it: the HTTP+SSE
+// transport holds its event stream in the context it connects with, and a
+// connection attempt's context ends when the attempt does.
 func (w wrapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	conn, err := w.Transport.Connect(ctx)
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	conn, err := w.Transport.Connect(cctx)
+	if !stop() || err != nil {
+		cancel()
+		if err == nil {
+			conn.Close()
+			err = ctx.Err()
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
