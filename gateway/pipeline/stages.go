@@ -24,8 +24,8 @@ type Directory interface {
 }
 
 // Route finds the upstream of the call's tool, prompt or resource and its
-// name there. An unknown tool or prompt is -32602, an unknown resource
-// -32002, as the SDK answers them.
+// name there. An unknown tool, prompt or resource is -32602, as the SDK
+// answers them.
 func Route(dir Directory) Stage {
 	return Stage{Name: "route", Wrap: func(next Handler) Handler {
 		return HandlerFunc(func(ctx context.Context, c *Call) (mcp.Result, error) {
