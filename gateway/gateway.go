@@ -333,7 +333,14 @@ func (g *Gateway) viewHas(name string) bool {
 	return ok
 }
 
-// Changed returns a channel closed at the next rebuild of the catalog.
+// broadcast wakes the waiters on Changed; g.mu must be held.
+func (g *Gateway) broadcast() {
+	close(g.changed)
+	g.changed = make(chan struct{})
+}
+
+// Changed returns a channel closed at the next change of the gateway's
+// catalog or state.
 func (g *Gateway) Changed() <-chan struct{} {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -106,8 +106,7 @@ func (g *Gateway) rebuildLoop(ctx context.Context) {
 			}
 		}
 		g.mu.Lock()
-		close(g.changed)
-		g.changed = make(chan struct{})
+		g.broadcast()
 		g.mu.Unlock()
 	}
 }

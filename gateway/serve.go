@@ -62,9 +62,13 @@ func (g *Gateway) Health() Health {
 }
 
 // Handler returns the MCP endpoint as an http.Handler (both eras on one
-// URL; mount it at MCPPath).
+// URL; mount it at MCPPath). A 2026-07-28 client that goes away cancels
+// its call, down to the upstream.
 func (g *Gateway) Handler() http.Handler {
-	return endpoint.NewHandler(g.server, &endpoint.Options{Logger: quietlog.Warn(g.logger)})
+	return endpoint.NewHandler(g.server, &endpoint.Options{
+		Logger:    quietlog.Warn(g.logger),
+		Stateless: &mcp.StreamableHTTPOptions{PropagateRequestCancellation: true},
+	})
 }
 
 // healthHandler answers HealthPath: 200 while serving (with the report),
@@ -108,6 +112,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	g.mu.Lock()
 	g.stopping = true
+	g.broadcast()
 	g.mu.Unlock()
 	endStreams()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.ShutdownGrace)

@@ -62,9 +62,14 @@ func (c *Conn) Resolve(ctx context.Context, name string, arguments json.RawMessa
 
 // Complete forwards completion/complete.
 func (c *Conn) Complete(ctx context.Context, p *mcp.CompleteParams) (*mcp.CompleteResult, error) {
-	cs, _, err := c.session()
+	cs, era, err := c.session()
 	if err != nil {
 		return nil, err
+	}
+	if p != nil && len(p.Meta) > 0 {
+		pp := *p
+		pp.Meta = prepareMeta(p.Meta, era >= EraModern)
+		p = &pp
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.spec.CallTimeout)
 	defer cancel()
