@@ -99,7 +99,7 @@ func TestPromptsAndResources(t *testing.T) {
 			t.Errorf("%s read of an unknown URI succeeded", era)
 		}
 		for ref, want := range map[*mcp.CompleteReference]string{
-			{Type: "ref/prompt", Name: "notes__greeting"}:     "ref/prompt:greeting",
+			{Type: "ref/prompt", Name: "notes__greeting"}:   "ref/prompt:greeting",
 			{Type: "ref/resource", URI: "mem://notes/{id}"}: "ref/resource:mem://notes/{id}",
 		} {
 			res, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: ref, Argument: mcp.CompleteParamsArgument{Name: "who", Value: "a"}})

@@ -66,9 +66,9 @@ func newDirectory(t *testing.T) directory {
 		t.Fatal(err)
 	}
 	v := catalog.Build([]*catalog.Listing{{
-		Upstream: "up",
-		Tools:    []*catalog.Tool{{Upstream: "up", Name: "read", Raw: json.RawMessage(`{"name":"read"}`), Tool: &mcp.Tool{Name: "read"}}},
-		Prompts:  []*catalog.Prompt{{Upstream: "up", Name: "greet", Raw: json.RawMessage(`{"name":"greet"}`)}},
+		Upstream:  "up",
+		Tools:     []*catalog.Tool{{Upstream: "up", Name: "read", Raw: json.RawMessage(`{"name":"read"}`), Tool: &mcp.Tool{Name: "read"}}},
+		Prompts:   []*catalog.Prompt{{Upstream: "up", Name: "greet", Raw: json.RawMessage(`{"name":"greet"}`)}},
 		Resources: []*catalog.Resource{{Upstream: "up", URI: "file:///a"}},
 	}, {Upstream: "other"}}, true)
 	return directory{view: v, conn: conn}
