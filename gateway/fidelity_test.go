@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -38,6 +39,13 @@ type rawToolsPage struct {
 // rawUpstream is a server that lists rawTool and answers rawResult as they
 // are, recording the standard headers of the calls it gets.
 func rawUpstream(t *testing.T, names ...string) (url string, headers func() []http.Header) {
+	url, headers, _ = rawUpstreamBodies(t, names...)
+	return url, headers
+}
+
+// rawUpstreamBodies is rawUpstream that also records the bodies of the
+// tools/call requests it gets.
+func rawUpstreamBodies(t *testing.T, names ...string) (url string, headers func() []http.Header, bodies func() []string) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "raw", Version: "1"}, nil)
 	for _, n := range names {
 		s.AddTool(&mcp.Tool{Name: n, InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -63,20 +71,28 @@ func rawUpstream(t *testing.T, names ...string) (url string, headers func() []ht
 	})
 	var mu sync.Mutex
 	var seen []http.Header
+	var got []string
 	h := endpoint.NewHandler(s, nil)
 	url = serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Mcp-Method") == "tools/call" {
+			b, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(b))
 			mu.Lock()
 			seen = append(seen, r.Header.Clone())
+			got = append(got, string(b))
 			mu.Unlock()
 		}
 		h.ServeHTTP(w, r)
 	}))
 	return url, func() []http.Header {
-		mu.Lock()
-		defer mu.Unlock()
-		return seen
-	}
+			mu.Lock()
+			defer mu.Unlock()
+			return seen
+		}, func() []string {
+			mu.Lock()
+			defer mu.Unlock()
+			return got
+		}
 }
 
 // TestFidelity checks that what an upstream lists and answers reaches
@@ -185,5 +201,55 @@ func TestListCache(t *testing.T) {
 	r = p.Call(t, "tools/list", nil)
 	if r.Result["ttlMs"] != float64(60000) || r.Result["cacheScope"] != "private" {
 		t.Errorf("with an uncacheable upstream: ttlMs %v, cacheScope %v", r.Result["ttlMs"], r.Result["cacheScope"])
+	}
+}
+
+// TestPassthrough checks the path of a 2026-07-28 client's tools/call to a
+// 2026-07-28 HTTP upstream: the request reaches the upstream as the client
+// sent it (members the SDK's types do not know included), renamed in body
+// and header, and the upstream's refusals reach the client as they were
+// sent (HTTP status and JSON-RPC error).
+func TestPassthrough(t *testing.T) {
+	upURL, headers, bodies := rawUpstreamBodies(t, "probe")
+	_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{
+		{Name: "raw", URL: upURL},
+		{Name: "files", URL: filesServer(t)},
+	}})
+	p := wiretest.Stateless(url, map[string]any{"elicitation": map[string]any{}})
+	r := p.Call(t, "tools/call", map[string]any{"name": "raw__probe", "arguments": map[string]any{"n": json.Number("12345678901234567890")}, "x-vendor": map[string]any{"kept": true}})
+	if r.Error != nil || !strings.Contains(string(r.Raw), `"id":12345678901234567890`) {
+		t.Fatalf("call: %s", r.Raw)
+	}
+	b := bodies()
+	if len(b) != 1 || !strings.Contains(b[0], `"x-vendor":{"kept":true}`) || !strings.Contains(b[0], `"name":"probe"`) ||
+		!strings.Contains(b[0], `"elicitation":{}`) || !strings.Contains(b[0], `12345678901234567890`) {
+		t.Errorf("the upstream got %q", b)
+	}
+	if h := headers()[0]; h.Get("Mcp-Name") != "probe" || h.Get("Mcp-Protocol-Version") != modern || h.Get("Authorization") != "" {
+		t.Errorf("upstream headers: %v", h)
+	}
+
+	// A request without the per-request _meta: the upstream's refusal.
+	body := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"raw__probe","arguments":{}}}`
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"Mcp-Protocol-Version": modern, "Mcp-Method": "tools/call", "Mcp-Name": "raw__probe", "Authorization": "Bearer client-token"} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msg struct {
+		ID    int             `json:"id"`
+		Error *wiretest.Error `json:"error"`
+	}
+	json.NewDecoder(resp.Body).Decode(&msg)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || msg.Error == nil || msg.Error.Code != -32602 || msg.ID != 3 {
+		t.Errorf("missing _meta: HTTP %d, %+v", resp.StatusCode, msg)
+	}
+	if hs := headers(); len(hs) != 2 || hs[1].Get("Authorization") != "" {
+		t.Errorf("the client's credentials reached the upstream: %v", hs)
 	}
 }

@@ -65,10 +65,10 @@ func (g *Gateway) Health() Health {
 // URL; mount it at MCPPath). A 2026-07-28 client that goes away cancels
 // its call, down to the upstream.
 func (g *Gateway) Handler() http.Handler {
-	return endpoint.NewHandler(g.server, &endpoint.Options{
+	return g.passthrough(endpoint.NewHandler(g.server, &endpoint.Options{
 		Logger:    quietlog.Warn(g.logger),
 		Stateless: &mcp.StreamableHTTPOptions{PropagateRequestCancellation: true},
-	})
+	}))
 }
 
 // healthHandler answers HealthPath: 200 while serving (with the report),

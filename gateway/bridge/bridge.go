@@ -114,6 +114,9 @@ func (f *Forward) Close() { f.parking.Close() }
 // Serve implements pipeline.Handler.
 func (f *Forward) Serve(ctx context.Context, c *pipeline.Call) (mcp.Result, error) {
 	c.UpstreamEra = c.Upstream.Era()
+	if c.Wire != nil {
+		return f.passthrough(ctx, c)
+	}
 	if c.Client.Modern {
 		return f.modern(ctx, c)
 	}

@@ -20,6 +20,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -57,10 +58,26 @@ type Call struct {
 	// Set by resolve (tools/call only): what the call will do.
 	Resolution *Resolution
 
+	// Wire, when set, is the client's HTTP request as it came: the call
+	// takes the passthrough path (see package bridge), and the final
+	// handler writes the response to Wire.Response itself.
+	Wire *Wire
+
 	// Set by forward, for the stages that wrap it: the upstream's protocol
 	// era and how the call ended ("ok", "tool_error", "input_required").
 	UpstreamEra string
 	Outcome     string
+}
+
+// Wire is a 2026-07-28 client's request over HTTP, forwarded without
+// decoding it into the SDK's types.
+type Wire struct {
+	// Body is the JSON-RPC request; Params its params member.
+	Body, Params json.RawMessage
+	// Header holds the request's headers.
+	Header http.Header
+	// Response is where the answer goes.
+	Response http.ResponseWriter
 }
 
 // Client describes the client side of a call.

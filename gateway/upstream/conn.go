@@ -84,6 +84,7 @@ type Conn struct {
 
 	pool         sync.Once
 	roundTripper *http.Transport
+	rawClient    *http.Client // for Post: the upstream's headers, no capture (under mu)
 
 	want    chan struct{} // closed when a lazy Conn is first needed
 	wantOne sync.Once
@@ -243,6 +244,7 @@ func (c *Conn) changed() {
 // SIGTERM) and returns.
 func (c *Conn) Run(ctx context.Context) {
 	defer c.setState(StateStopped, nil)
+	defer c.closeIdle()
 	select {
 	case <-c.want:
 	case <-ctx.Done():
@@ -283,6 +285,17 @@ func (c *Conn) Run(ctx context.Context) {
 		if !c.sleep(ctx, c.nextDelay(&delay)) {
 			return
 		}
+	}
+}
+
+// closeIdle closes the connections of the upstream's HTTP pool that carry
+// no request, so that a stopped gateway leaves none open behind it.
+func (c *Conn) closeIdle() {
+	c.mu.Lock()
+	t := c.roundTripper
+	c.mu.Unlock()
+	if t != nil {
+		t.CloseIdleConnections()
 	}
 }
 

@@ -48,6 +48,10 @@ func (c *Conn) transport(ctx context.Context, f *flow) (mcp.Transport, error) {
 		if err != nil {
 			return nil, err
 		}
+		raw := &http.Client{Transport: hc.Transport}
+		c.mu.Lock()
+		c.rawClient = raw
+		c.mu.Unlock()
 		hc.Transport = captureTransport{base: hc.Transport, flow: f}
 		return &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc}, nil
 	case TransportSSE:
@@ -80,9 +84,13 @@ func (c *Conn) httpClient() (*http.Client, error) {
 		t.MaxIdleConns = 256
 		t.MaxIdleConnsPerHost = 64
 		t.IdleConnTimeout = 90 * time.Second
+		c.mu.Lock()
 		c.roundTripper = t
+		c.mu.Unlock()
 	})
+	c.mu.Lock()
 	var rt http.RoundTripper = c.roundTripper
+	c.mu.Unlock()
 	if len(h) > 0 {
 		rt = headerTransport{base: rt, header: h}
 	}
