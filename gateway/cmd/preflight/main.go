@@ -3,6 +3,7 @@
 // one call, whether it needs the user's confirmation, and whether it is safe
 // to retry.
 //
+//	preflight serve                 # the gateway, on a built-in setup
 //	preflight demo                  # the manage_files example, in-process
 //	preflight inspect -url URL      # list the tools of a server over HTTP
 //	preflight inspect resolve NAME ARGS_JSON -- COMMAND [ARG...]   # over stdio
@@ -16,12 +17,13 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"syscall"
 
 	"github.com/preflightmcp/preflight/gateway/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -1,6 +1,7 @@
 // Package cli implements the preflight command: a dispatcher with usage
-// text, one file per subcommand (demo.go, inspect.go, lint.go, docs.go,
-// tokens.go) and the helpers they share (shared.go).
+// text, one file per subcommand (serve.go, demo.go, inspect.go, lint.go,
+// docs.go, tokens.go, audit.go, token.go) and the helpers they share
+// (shared.go).
 //
 // Every command follows one convention: catalog files are positional
 // arguments, a server is -url URL or a command after "--", -format chooses
@@ -93,6 +94,7 @@ type commandInfo struct {
 
 // commands lists the subcommands in the order the usage text shows them.
 var commands = []commandInfo{
+	{"serve", "run the gateway: one MCP endpoint in front of many servers, with tools/resolve for every tool", func() command { return &serveCmd{} }},
 	{"demo", "run the manage_files example in-process and show what tool resolution changes", func() command { return &demoCmd{} }},
 	{"inspect", "list, resolve and call the tools of any MCP server, read its resources, answer its questions", func() command { return &inspectCmd{} }},
 	{"lint", "check a server's or a catalog's tool metadata and tool resolution, for CI", func() command { return &lintCmd{} }},
@@ -241,7 +243,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	switch {
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
 		err = couldNotRun(fmt.Errorf("timed out after %v (-timeout)", cm.timeout))
-	case ctx.Err() != nil:
+	case ctx.Err() != nil && !cm.untilStopped:
 		err = couldNotRun(errors.New("interrupted"))
 	}
 	code := report(errw, name, err)
@@ -313,6 +315,9 @@ type common struct {
 	// timed reports that the command has -timeout.
 	timed   bool
 	timeout time.Duration
+	// untilStopped reports a command that runs until it is interrupted
+	// (serve): an interrupt is how it ends, not a failure.
+	untilStopped bool
 }
 
 func (c *common) conventions() *common { return c }

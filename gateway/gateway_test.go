@@ -1,0 +1,16 @@
+package gateway_test
+
+import (
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		// The test binary started as a stdio upstream (see restart_test.go).
+		os.Exit(runHelperServer())
+	}
+	goleak.VerifyTestMain(m)
+}

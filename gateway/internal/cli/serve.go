@@ -1,0 +1,275 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/preflightmcp/preflight/endpoint"
+	"github.com/preflightmcp/preflight/examples/files/filetool"
+	"github.com/preflightmcp/preflight/examples/folders/foldertool"
+	"github.com/preflightmcp/preflight/gateway"
+	"github.com/preflightmcp/preflight/gateway/upstream"
+)
+
+// defaultServeAddr is where serve listens unless told otherwise: loopback,
+// on a port few other tools use.
+const defaultServeAddr = "127.0.0.1:7780"
+
+// serveReadyTimeout bounds how long serve waits for its upstreams before it
+// prints what it serves (it serves meanwhile, and goes on if some are late).
+const serveReadyTimeout = 15 * time.Second
+
+// configLoader reads a configuration file into the gateway's options.
+type configLoader func(path string) (*gateway.Options, error)
+
+type serveCmd struct {
+	addr     string
+	stdio    bool
+	config   string
+	data     string
+	logLevel string
+
+	load configLoader // nil: loadConfigFile
+
+	// common is empty: serve runs until it is stopped and writes no
+	// report, so it has neither -format, -o nor -timeout.
+	common
+}
+
+func (c *serveCmd) synopsis() string {
+	return `usage: preflight serve [-http ADDR | -stdio] [-config FILE] [-data DIR] [-log-level LEVEL]
+
+Runs the preflight gateway: one MCP endpoint in front of the upstream MCP
+servers of FILE (any language, any transport: stdio commands, streamable
+HTTP, HTTP+SSE), with their tools, prompts and resources aggregated (names
+prefixed server__name when there are several upstreams), tools/resolve for
+every tool, and both protocol eras (2026-07-28 and 2025-11-25) on either
+side.
+
+It serves streamable HTTP at http://ADDR/mcp (both eras on one URL) and a
+JSON health report at http://ADDR/healthz; with -stdio it serves one client
+over standard input and output instead, as desktop clients that start their
+servers as processes expect (logs go to standard error).
+
+Without -config it serves a built-in setup: the two example servers of this
+repository (manage_files, and folders with delete_folder, rename_folder and
+describe_folder) on a data directory of its own (-data), and prints where to
+point a client.
+
+Logs are JSON on standard error, one record per call. Interrupt (Ctrl-C) or
+SIGTERM stops it after the calls in flight finish.
+
+Exit status: 0 stopped by an interrupt; 1 the gateway failed (the address
+is taken, an upstream setup failed); 2 usage error; 3 the configuration
+could not be read.
+`
+}
+
+func (c *serveCmd) flags(fs *flag.FlagSet) {
+	c.untilStopped = true
+	fs.StringVar(&c.addr, "http", defaultServeAddr, "serve streamable HTTP at `ADDR` (host:port; loopback unless you need otherwise)")
+	fs.BoolVar(&c.stdio, "stdio", false, "serve one client over standard input and output instead of HTTP")
+	fs.StringVar(&c.config, "config", "", "configuration `FILE` (preflight YAML, or the mcpServers JSON of Claude Desktop, Claude Code or Cursor, or VS Code's servers); empty serves the built-in setup")
+	fs.StringVar(&c.data, "data", "", "data `DIR` of the built-in setup (default: preflight/serve under the user's cache directory)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "least severe log `LEVEL`: debug, info, warn or error")
+}
+
+func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
+	stdout, stderr := env.stdout, env.stderr
+	if len(inv.args) > 0 || inv.dashDash {
+		return usagef("serve takes no arguments")
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return usagef("-log-level %q: want debug, info, warn or error", c.logLevel)
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	var (
+		opts    *gateway.Options
+		setup   string
+		cleanup func()
+	)
+	if c.config != "" {
+		if c.data != "" {
+			return usagef("-data is for the built-in setup; a configuration file names its own servers")
+		}
+		load := c.load
+		if load == nil {
+			load = loadConfigFile
+		}
+		var err error
+		if opts, err = load(c.config); err != nil {
+			return err
+		}
+		setup = "configuration " + c.config
+	} else {
+		dir, err := c.dataDir()
+		if err != nil {
+			return err
+		}
+		opts, cleanup, err = builtinSetup(dir)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		setup = "built-in setup, data in " + dir
+	}
+	opts.Logger = logger
+	if opts.Version == "" {
+		opts.Version = "devel"
+	}
+	g, err := gateway.New(opts)
+	if err != nil {
+		return err
+	}
+	g.Start()
+	defer g.Close()
+
+	if c.stdio {
+		logger.Info("serving over stdio", "setup", setup)
+		return endpoint.ServeStdio(ctx, g.Server())
+	}
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return &exitError{code: exitFailure, err: err}
+	}
+	served := make(chan error, 1)
+	go func() { served <- g.Serve(ctx, ln) }()
+	base := "http://" + ln.Addr().String()
+	wctx, cancel := context.WithTimeout(ctx, serveReadyTimeout)
+	_ = g.WaitReady(wctx) // a late upstream shows as such below
+	cancel()
+	printServing(stdout, base, setup, g.Health())
+	err = <-served
+	logger.Info("stopped")
+	return err
+}
+
+// dataDir returns the built-in setup's data directory, creating it.
+func (c *serveCmd) dataDir() (string, error) {
+	dir := c.data
+	if dir == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("no user cache directory for the built-in setup's data (%v): give one with -data", err)
+		}
+		dir = filepath.Join(cache, "preflight", "serve")
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	return dir, os.MkdirAll(dir, 0o755)
+}
+
+// builtinSetup returns the options of the built-in setup: the two example
+// servers, each in this process on a subdirectory of dir (created with a
+// few sample files on first use).
+func builtinSetup(dir string) (*gateway.Options, func(), error) {
+	var roots []*os.Root
+	cleanup := func() {
+		for _, r := range roots {
+			r.Close()
+		}
+	}
+	open := func(sub string, seed map[string]string) (*os.Root, error) {
+		p := filepath.Join(dir, sub)
+		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+			for name, content := range seed {
+				f := filepath.Join(p, filepath.FromSlash(name))
+				if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+					return nil, err
+				}
+				if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return nil, err
+		}
+		r, err := os.OpenRoot(p)
+		if err == nil {
+			roots = append(roots, r)
+		}
+		return r, err
+	}
+	files, err := open("files", map[string]string{
+		"notes.txt": "Notes kept by the manage_files example behind the preflight gateway.\n",
+	})
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	folders, err := open("folders", map[string]string{
+		"drafts/plan.txt":       "A plan.\n",
+		"archive/2025/notes.md": "# Old notes\n",
+		"empty/.keep":           "",
+	})
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	inProcess := func(mk func() *mcp.Server) func(context.Context) (mcp.Transport, error) {
+		return func(ctx context.Context) (mcp.Transport, error) {
+			ct, st := mcp.NewInMemoryTransports()
+			if _, err := mk().Connect(ctx, st, nil); err != nil {
+				return nil, err
+			}
+			return ct, nil
+		}
+	}
+	return &gateway.Options{
+		Name: "preflight",
+		Upstreams: []gateway.UpstreamSpec{
+			{Name: "files", Connect: inProcess(func() *mcp.Server { return filetool.NewServer(files, nil) })},
+			{Name: "folders", Connect: inProcess(func() *mcp.Server { return foldertool.NewServer(folders, nil) })},
+		},
+	}, cleanup, nil
+}
+
+// printServing tells the user where the gateway is and how to connect.
+func printServing(w io.Writer, base, setup string, h gateway.Health) {
+	url := base + gateway.MCPPath
+	fmt.Fprintf(w, "preflight gateway serving MCP at %s (protocol 2026-07-28 and 2025-11-25)\n", url)
+	fmt.Fprintf(w, "health: %s%s\n", base, gateway.HealthPath)
+	fmt.Fprintf(w, "upstreams (%s):\n", setup)
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	for _, u := range h.Upstreams {
+		era := u.Era
+		if era == "" {
+			era = "-"
+		}
+		line := fmt.Sprintf("  %s\t%s\t%s\t%s", upstream.Sanitize(u.Name), u.State, era, plural(u.Tools, "tool"))
+		if u.LastError != "" && u.State != upstream.StateUp {
+			line += "\t" + upstream.Sanitize(u.LastError)
+		}
+		fmt.Fprintln(tw, line)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%s, %s, %s served.\n", plural(h.Tools, "tool"), plural(h.Prompts, "prompt"), plural(h.Resources, "resource"))
+	fmt.Fprintf(w, "Point a client at it, for example:\n")
+	fmt.Fprintf(w, "  claude mcp add --transport http preflight %s\n", url)
+	fmt.Fprintf(w, "  npx @modelcontextprotocol/inspector --cli %s --transport http --method tools/list\n", url)
+	fmt.Fprintf(w, "Stop with Ctrl-C.\n")
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, strings.TrimSuffix(what, "s"))
+}

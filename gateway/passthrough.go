@@ -1,0 +1,121 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/preflightmcp/preflight"
+	"github.com/preflightmcp/preflight/gateway/bridge"
+	"github.com/preflightmcp/preflight/gateway/internal/rawjson"
+	"github.com/preflightmcp/preflight/gateway/pipeline"
+	"github.com/preflightmcp/preflight/gateway/upstream"
+)
+
+// passthrough sends the commonest call, a 2026-07-28 client's first
+// tools/call of a tool whose upstream speaks 2026-07-28 over streamable
+// HTTP, down the call path without decoding it into the SDK's types: the
+// request is read once, routed and resolved like any other call, and
+// forwarded as it came (package bridge renames the tool and streams the
+// answer back). The upstream validates what the SDK would have (the _meta
+// of the request, its Mcp-Param headers against the tool's schema), so the
+// client gets the answers a direct call would get. Everything else (other
+// methods, legacy sessions, retries that carry requestState or
+// inputResponses, which the gateway must open, and requests the gateway
+// must refuse itself) goes to next, the SDK's handler, with the body as it
+// came.
+func (g *Gateway) passthrough(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Header.Get("Mcp-Method") != upstream.MethodCallTool ||
+			r.Header.Get("Mcp-Session-Id") != "" || !modernVersion(r.Header.Get("Mcp-Protocol-Version")) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, mcp.DefaultMaxRequestBodyBytes+1))
+		r.Body.Close()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if err != nil || len(body) > mcp.DefaultMaxRequestBodyBytes {
+			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
+			next.ServeHTTP(w, r)
+			return
+		}
+		c, id, ok := g.passable(r, body)
+		if !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		c.Wire = &pipeline.Wire{Body: body, Params: c.Wire.Params, Header: r.Header, Response: w}
+		res, err := g.chain.Serve(r.Context(), c)
+		if err == nil && res == nil {
+			return // the response is written
+		}
+		var msg []byte
+		if err != nil {
+			msg = bridge.ErrorResponse(id, err)
+		} else {
+			result, merr := json.Marshal(res)
+			if merr != nil {
+				result = bridge.ErrorResponse(id, merr)
+			}
+			msg = []byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + string(result) + `}`)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(msg)
+	})
+}
+
+// passable decides whether a request can take the passthrough path and,
+// if so, returns its call and id.
+func (g *Gateway) passable(r *http.Request, body []byte) (*pipeline.Call, json.RawMessage, bool) {
+	if m, ok, _ := rawjson.GetString(body, "method"); !ok || m != upstream.MethodCallTool {
+		return nil, nil, false
+	}
+	id, ok, _ := rawjson.Get(body, "id")
+	if !ok || len(id) == 0 || id[0] == 'n' {
+		return nil, nil, false
+	}
+	params, ok, _ := rawjson.Get(body, "params")
+	if !ok {
+		return nil, nil, false
+	}
+	name, ok, _ := rawjson.GetString(params, "name")
+	if !ok || name != r.Header.Get("Mcp-Name") {
+		return nil, nil, false // the SDK answers the mismatch
+	}
+	for _, k := range []string{"requestState", "inputResponses"} {
+		if _, has, _ := rawjson.Get(params, k); has {
+			return nil, nil, false
+		}
+	}
+	t, ok := g.View().Tool(name)
+	if !ok {
+		return nil, nil, false
+	}
+	if conn, ok := g.Upstream(t.Upstream); !ok || !conn.Passthrough() {
+		return nil, nil, false
+	}
+	args, _, _ := rawjson.Get(params, "arguments")
+	if string(args) == "null" {
+		args = nil
+	}
+	client := &pipeline.Client{Version: r.Header.Get("Mcp-Protocol-Version"), Modern: true}
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		client.Principal = ti.UserID
+	}
+	return &pipeline.Call{Method: upstream.MethodCallTool, Name: name, Arguments: args, Client: client,
+		Wire: &pipeline.Wire{Params: params}}, id, true
+}
+
+func modernVersion(v string) bool {
+	return len(v) == len("2006-01-02") && v >= preflight.ProtocolStateless
+}
+
+// errReader always fails with err.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }

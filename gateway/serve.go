@@ -1,0 +1,158 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/preflightmcp/preflight/endpoint"
+	"github.com/preflightmcp/preflight/gateway/catalog"
+	"github.com/preflightmcp/preflight/gateway/internal/quietlog"
+	"github.com/preflightmcp/preflight/gateway/upstream"
+)
+
+// Paths the gateway serves over HTTP.
+const (
+	// MCPPath is the MCP endpoint, both protocol eras on one URL.
+	MCPPath = endpoint.Path
+	// HealthPath answers a JSON [Health] report.
+	HealthPath = "/healthz"
+)
+
+// readHeaderTimeout bounds how long a client may take to send headers.
+const readHeaderTimeout = 10 * time.Second
+
+// Health is the gateway's health report.
+type Health struct {
+	// Status is "ok" when every upstream is up, "degraded" when some are
+	// not, "stopping" during shutdown.
+	Status    string            `json:"status"`
+	Upstreams []upstream.Health `json:"upstreams"`
+	// Tools, Prompts and Resources count what clients see.
+	Tools     int               `json:"tools"`
+	Prompts   int               `json:"prompts"`
+	Resources int               `json:"resources"`
+	Skipped   []catalog.Problem `json:"skipped,omitempty"`
+}
+
+// Health reports which upstreams are up and what is served.
+func (g *Gateway) Health() Health {
+	snap := g.state.Load()
+	h := Health{Status: "ok", Tools: len(snap.tools), Prompts: len(snap.prompts), Resources: len(snap.resources) + len(snap.templates), Skipped: snap.problems}
+	for _, c := range g.conns {
+		uh := c.Health()
+		h.Upstreams = append(h.Upstreams, uh)
+		if uh.State != upstream.StateUp && !(uh.State == upstream.StateIdle && c.Spec().Lazy) {
+			h.Status = "degraded"
+		}
+	}
+	g.mu.Lock()
+	if g.stopping {
+		h.Status = "stopping"
+	}
+	g.mu.Unlock()
+	return h
+}
+
+// Handler returns the MCP endpoint as an http.Handler (both eras on one
+// URL; mount it at MCPPath). A 2026-07-28 client that goes away cancels
+// its call, down to the upstream.
+func (g *Gateway) Handler() http.Handler {
+	return g.passthrough(endpoint.NewHandler(g.server, &endpoint.Options{
+		Logger:    quietlog.Warn(g.logger),
+		Stateless: &mcp.StreamableHTTPOptions{PropagateRequestCancellation: true},
+	}))
+}
+
+// healthHandler answers HealthPath: 200 while serving (with the report),
+// 503 while stopping.
+func (g *Gateway) healthHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		h := g.Health()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		if h.Status == "stopping" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(h)
+	})
+}
+
+// Serve serves the gateway over HTTP on ln (MCPPath and HealthPath) until
+// ctx is done; then it stops accepting, ends legacy clients' idle event
+// streams, lets calls in flight finish within ShutdownGrace, closes what
+// remains and returns. It does not stop the upstreams: call Close after.
+func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
+	streams, endStreams := context.WithCancel(context.Background())
+	defer endStreams()
+	mux := http.NewServeMux()
+	mux.Handle(MCPPath, endStreamsOn(streams, g.Handler()))
+	mux.Handle(HealthPath, g.healthHandler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("gateway: %w", err)
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	g.stopping = true
+	g.broadcast()
+	g.mu.Unlock()
+	endStreams()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.ShutdownGrace)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if err != nil {
+		srv.Close()
+	}
+	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+		return fmt.Errorf("gateway: %w", serr)
+	}
+	if err != nil {
+		return fmt.Errorf("gateway: calls still running after %v were cut: %w", g.opts.ShutdownGrace, err)
+	}
+	return nil
+}
+
+// endStreamsOn gives GET requests (legacy clients' standalone event
+// streams, which carry no call) a context that ends when done does.
+func endStreamsOn(done context.Context, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method != http.MethodGet {
+			h.ServeHTTP(w, req)
+			return
+		}
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		stop := context.AfterFunc(done, cancel)
+		defer stop()
+		h.ServeHTTP(w, req.WithContext(ctx))
+	})
+}
+
+// ServeStdio serves one client over in and out (newline-delimited
+// JSON-RPC, as a desktop client that starts the gateway as a process
+// expects) until ctx is done or the client goes away.
+func (g *Gateway) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
+	err := g.server.Run(ctx, &mcp.IOTransport{Reader: in, Writer: out})
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil
+	}
+	return err
+}
