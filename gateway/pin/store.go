@@ -138,7 +138,8 @@ func ApplyApprove(r *Record, fingerprint, approver string, at time.Time) (*Recor
 // the process. Its zero value is not ready; use [NewMemoryStore].
 type MemoryStore struct {
 	mu   sync.RWMutex
-	recs map[[2]string]*Record
+	recs map[string]map[string]*Record // by server, then tool
+	n    int
 	max  int
 }
 
@@ -148,14 +149,14 @@ func NewMemoryStore(max int) *MemoryStore {
 	if max <= 0 {
 		max = 100_000
 	}
-	return &MemoryStore{recs: map[[2]string]*Record{}, max: max}
+	return &MemoryStore{recs: map[string]map[string]*Record{}, max: max}
 }
 
 // Get implements Store.
 func (s *MemoryStore) Get(_ context.Context, server, tool string) (*Record, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	r, ok := s.recs[[2]string{server, tool}]
+	r, ok := s.recs[server][tool]
 	if !ok {
 		return nil, ErrNotFound
 	}
@@ -165,10 +166,18 @@ func (s *MemoryStore) Get(_ context.Context, server, tool string) (*Record, erro
 // List implements Store.
 func (s *MemoryStore) List(_ context.Context, server string) ([]*Record, error) {
 	s.mu.RLock()
-	out := make([]*Record, 0, len(s.recs))
-	for k, r := range s.recs {
-		if server == "" || k[0] == server {
+	var out []*Record
+	if server != "" {
+		out = make([]*Record, 0, len(s.recs[server]))
+		for _, r := range s.recs[server] {
 			out = append(out, r)
+		}
+	} else {
+		out = make([]*Record, 0, s.n)
+		for _, tools := range s.recs {
+			for _, r := range tools {
+				out = append(out, r)
+			}
 		}
 	}
 	s.mu.RUnlock()
@@ -187,15 +196,18 @@ func SortRecords(rs []*Record) {
 func (s *MemoryStore) Pin(_ context.Context, server string, def *Definition, at time.Time) (*Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := [2]string{server, def.Name}
-	if r, ok := s.recs[k]; ok {
+	if r, ok := s.recs[server][def.Name]; ok {
 		return r, nil
 	}
-	if len(s.recs) >= s.max {
+	if s.n >= s.max {
 		return nil, fmt.Errorf("pin: the memory store holds %d records, its limit", s.max)
 	}
 	r := &Record{Server: server, Tool: def.Name, Pinned: def, PinnedAt: at.UTC(), State: StatePinned}
-	s.recs[k] = r
+	if s.recs[server] == nil {
+		s.recs[server] = map[string]*Record{}
+	}
+	s.recs[server][def.Name] = r
+	s.n++
 	return r, nil
 }
 
@@ -212,8 +224,7 @@ func (s *MemoryStore) Approve(_ context.Context, server, tool, fingerprint, appr
 func (s *MemoryStore) update(server, tool string, f func(*Record) (*Record, error)) (*Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := [2]string{server, tool}
-	r, ok := s.recs[k]
+	r, ok := s.recs[server][tool]
 	if !ok {
 		return nil, ErrNotFound
 	}
@@ -221,6 +232,6 @@ func (s *MemoryStore) update(server, tool string, f func(*Record) (*Record, erro
 	if err != nil {
 		return out, err // the current record with ErrConflict
 	}
-	s.recs[k] = out
+	s.recs[server][tool] = out
 	return out, nil
 }
