@@ -98,6 +98,7 @@ var commands = []commandInfo{
 	{"lint", "check a server's or a catalog's tool metadata and tool resolution, for CI", func() command { return &lintCmd{} }},
 	{"docs", "write safety tables (Markdown, HTML or JSON) of a server's or a catalog's tools", func() command { return &docsCmd{} }},
 	{"tokens", "count the tokens of a tool catalog today and with progressive disclosure", func() command { return &tokensCmd{} }},
+	{"pins", "list, show and approve the gateway's pinned tool definitions", func() command { return &pinsCmd{} }},
 }
 
 func lookup(name string) (command, bool) {
