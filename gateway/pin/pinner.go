@@ -473,7 +473,7 @@ type QuarantinedError struct {
 func (e *QuarantinedError) Error() string {
 	return fmt.Sprintf("tool %q of server %q is quarantined: its definition changed since it was approved (%s), "+
 		"and the call was not sent to the server. An operator can review the change with "+
-		"'preflight pins show %s %s' and approve it with 'preflight pins approve %s %s %s'",
+		"'preflight pins -store STORE show %s %s' and approve it with 'preflight pins -store STORE approve %s %s %s'",
 		clean(e.Tool, maxValue), clean(e.Server, maxValue), e.Changed,
 		shellWord(e.Server), shellWord(e.Tool), shellWord(e.Server), shellWord(e.Tool), e.Pending)
 }
@@ -503,7 +503,14 @@ func (p *Pinner) Allowed(ctx context.Context, server, tool string) error {
 	if p.modeOf(server) == ModeOff {
 		return nil
 	}
-	s := p.server(server)
+	// A server is known once Check has seen it; calls to others do not
+	// grow the Pinner's memory.
+	p.mu.RLock()
+	s := p.servers[server]
+	p.mu.RUnlock()
+	if s == nil {
+		s = &serverPins{tools: map[string]*entry{}}
+	}
 	e := s.get(tool)
 	now := p.now()
 	if e == nil || now.Sub(e.at) >= p.refresh {

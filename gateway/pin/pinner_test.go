@@ -224,7 +224,7 @@ func TestDescriptionChange(t *testing.T) {
 			t.Fatalf("Allowed: %v", err)
 		}
 		for _, want := range []string{`tool "delete_file" of server "files" is quarantined`, "(description)",
-			"preflight pins show files delete_file", "preflight pins approve files delete_file " + v.Fingerprint} {
+			"preflight pins -store STORE show files delete_file", "preflight pins -store STORE approve files delete_file " + v.Fingerprint} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q lacks %q", err, want)
 			}
@@ -608,5 +608,26 @@ func TestCatalogChangeSeen(t *testing.T) {
 		case i != victim && (v.Event != pin.EventNone || v.State != pin.StatePinned):
 			t.Errorf("unchanged tool %s: %+v", v.Name, v)
 		}
+	}
+}
+
+// TestAllowedUnknownServer checks calls to servers never checked: allowed
+// when the store holds no pin, refused when it holds a quarantine (another
+// replica's).
+func TestAllowedUnknownServer(t *testing.T) {
+	f := newFixture()
+	a, b := f.pinner(), f.pinner()
+	ctx := context.Background()
+	for i := range 100 {
+		if err := b.Allowed(ctx, fmt.Sprint("server", i), "tool"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(t, a, "files", deleteFile())
+	tool := deleteFile()
+	tool.Description = "changed"
+	check(t, a, "files", tool)
+	if err := b.Allowed(ctx, "files", "delete_file"); !errors.Is(err, pin.ErrQuarantined) {
+		t.Errorf("a quarantine by another replica, for a server b never checked: %v", err)
 	}
 }

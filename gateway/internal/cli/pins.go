@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"os/user"
 	"slices"
@@ -214,7 +215,7 @@ func (c *pinsCmd) show(ctx context.Context, env *env, store pin.Store, server, t
 	for line := range strings.Lines(d.String()) {
 		fmt.Fprint(w, "  "+line)
 	}
-	fmt.Fprintf(w, "\nApprove it with:\n  preflight pins -store %s approve %s %s %s\n", quoteArg(c.store), quoteArg(server), quoteArg(tool), v.Pending)
+	fmt.Fprintf(w, "\nApprove it with:\n  preflight pins -store %s approve %s %s %s\n", quoteArg(redactStore(c.store)), quoteArg(server), quoteArg(tool), v.Pending)
 	return nil
 }
 
@@ -262,6 +263,16 @@ func (c *pinsCmd) storeError(err error, server, tool string) error {
 		return fmt.Errorf("%v: the server changed the tool again since that fingerprint was shown; review it with preflight pins show %s %s", err, quoteArg(server), quoteArg(tool))
 	}
 	return couldNotRun(fmt.Errorf("the store: %w", err))
+}
+
+// redactStore hides the password of a PostgreSQL URL.
+func redactStore(spec string) string {
+	if u, err := url.Parse(spec); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			return u.Redacted()
+		}
+	}
+	return spec
 }
 
 // quoteArg writes s as a command-line word, quoted when it needs it.

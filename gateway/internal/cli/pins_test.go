@@ -186,6 +186,18 @@ func TestPinsJSON(t *testing.T) {
 	}
 }
 
+func TestRedactStore(t *testing.T) {
+	for in, want := range map[string]string{
+		"sqlite:/var/lib/pins.db":              "sqlite:/var/lib/pins.db",
+		"postgres://preflight@db/pins":         "postgres://preflight@db/pins",
+		"postgres://preflight:hunter2@db/pins": "postgres://preflight:xxxxx@db/pins",
+	} {
+		if got := redactStore(in); got != want {
+			t.Errorf("redactStore(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 // TestPinsErrors checks the exit statuses of mistakes and of stores that
 // cannot be opened.
 func TestPinsErrors(t *testing.T) {
