@@ -319,8 +319,8 @@ func cautionChanges(d *Diff, old, new *Definition) {
 		keys[k] = true
 	}
 	for _, k := range sortedKeys(keys) {
-		if o, n := ometa[k], nmeta[k]; !listed["_meta."+k] && !sameJSON(o, n) {
-			d.Changes = append(d.Changes, Change{Field: "_meta." + k, Old: rawText(o), New: rawText(n)})
+		if o, n := ometa[k], nmeta[k]; !listed[metaField(k)] && !sameJSON(o, n) {
+			d.Changes = append(d.Changes, Change{Field: metaField(k), Old: rawText(o), New: rawText(n)})
 		}
 	}
 }
@@ -479,6 +479,21 @@ func equalJSON(a, b any) bool {
 		return err1 == nil && err2 == nil && x == y
 	}
 	return a == b
+}
+
+// metaField is the field of a _meta key: _meta.mcp.dev/effect, or
+// _meta["..."] for a key with other characters than those of the
+// extension keys.
+func metaField(k string) string {
+	for _, r := range k {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._/-", r)) {
+			return "_meta[" + quoteText(k) + "]"
+		}
+	}
+	if k == "" || len(k) > maxValue {
+		return "_meta[" + quoteText(k) + "]"
+	}
+	return "_meta." + k
 }
 
 // keyPath writes an object key as a path step: .key for plain keys,

@@ -115,6 +115,8 @@ func TestDiffCautionDirections(t *testing.T) {
 			"_meta.mcp.dev/policy-hints: (absent) -> {\"effect\":\"read\"}\n", pin.Other},
 		{"annotation title", nil, func(t *mcp.Tool) { t.Annotations.Title = "Delete" },
 			"annotations.title: \"\" -> \"Delete\"\n", pin.Other},
+		{"odd hint key", nil, func(t *mcp.Tool) { t.Meta["mcp.dev/\x1b[2J"] = true },
+			"_meta[\"mcp.dev/\\x1b[2J\"]: (absent) -> true\n", pin.Other},
 		{"title", nil, func(t *mcp.Tool) { t.Title = "Delete\u202efile" },
 			"title: \"\" -> \"Delete\\u202efile\"\n", pin.Other},
 		{"mixed", func(t *mcp.Tool) { t.Annotations.DestructiveHint = no() }, func(t *mcp.Tool) { t.Description = "Delete a file." },

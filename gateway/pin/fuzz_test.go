@@ -28,6 +28,7 @@ func FuzzCompare(f *testing.F) {
 	f.Add(seed(readFile()), seed(deleteFile()))
 	f.Add(`{"name":"a","inputSchema":{"type":"object","properties":{"x":{"enum":[1,2,3]}}}}`, `{"name":"a","inputSchema":{"type":"object","properties":{"x":{"enum":[1,2]}},"required":["x"]}}`)
 	f.Add(`{"name":"a","inputSchema":{"type":"object"},"_meta":{"mcp.dev/effect":7,"mcp.dev/policy-hints":[null]}}`, `{"name":"a","inputSchema":{"type":"object"},"_meta":{"mcp.dev/effect":"delete","io.modelcontextprotocol/tool-resolution":{"resolvable":true}}}`)
+	f.Add(`{"name":"a","inputSchema":{"type":"object"},"_meta":{"mcp.dev/\u001b]0;x\u0007":1}}`, `{"name":"a","inputSchema":{"type":"object"},"_meta":{"mcp.dev/\u001b]0;x\u0007":2,"mcp.dev/\u202e":3}}`)
 	f.Add(`{"name":"a","inputSchema":{"a":[[[[1e400]]]]},"annotations":{"title":"\u0000"}}`, `{"name":"a","inputSchema":{"a":[[[[2e400]]]]},"outputSchema":{"type":"object"}}`)
 	f.Fuzz(func(t *testing.T, a, b string) {
 		var ta, tb mcp.Tool
