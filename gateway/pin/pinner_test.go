@@ -443,7 +443,7 @@ func TestReplicas(t *testing.T) {
 	check(t, b, "files", readFile())
 	other := readFile()
 	other.Description = "Read any file."
-	if v := check(t, a, "files", other)[1-1]; v.State != pin.StateQuarantined {
+	if v := check(t, a, "files", other)[0]; v.State != pin.StateQuarantined {
 		t.Errorf("a's first sight of a tool b pinned otherwise: %+v", v)
 	}
 }
