@@ -38,10 +38,6 @@ const (
 	DefaultFetchBurst = 30
 )
 
-// maxLimiters bounds the per-scope rate limiters kept in memory; when it
-// is reached, idle ones (with a full bucket) are dropped.
-const maxLimiters = 10000
-
 // Options configure a [Server]. A nil *Options means the zero value, which
 // is ready to use: the seed's URI, open schemas, the in-memory store,
 // [DefaultKey] with a shared anonymous scope, and the default rate limit.
@@ -74,7 +70,9 @@ type Options struct {
 	// second, with FetchBurst reads at once. Zero means
 	// [DefaultFetchRate]; [rate.Inf] disables the limit. Limiters live
 	// in each process: with N replicas a scope may read up to N times
-	// the rate.
+	// the rate. Each process keeps the limiters of at most 10,000 scopes,
+	// dropping idle ones first and then the least recently used, so a
+	// flood of new scopes never turns the limit off.
 	FetchRate rate.Limit
 	// FetchBurst is the burst of FetchRate. Zero means
 	// [DefaultFetchBurst].
@@ -116,8 +114,7 @@ type Server struct {
 	cacheMu sync.RWMutex
 	byName  map[string]*entry // full definitions, last seen
 
-	limMu    sync.Mutex
-	limiters map[string]*rate.Limiter
+	limiters *limiterCache
 
 	watchMu sync.Mutex
 	watched map[*mcp.ServerSession]bool
@@ -166,7 +163,6 @@ func New(server *mcp.Server, opts *Options) *Server {
 		burst:     opts.FetchBurst,
 		details:   map[string]*Details{},
 		byName:    map[string]*entry{},
-		limiters:  map[string]*rate.Limiter{},
 		watched:   map[*mcp.ServerSession]bool{},
 	}
 	if s.uri == "" {
@@ -190,6 +186,7 @@ func New(server *mcp.Server, opts *Options) *Server {
 	if s.burst <= 0 {
 		s.burst = DefaultFetchBurst
 	}
+	s.limiters = newLimiterCache(s.rate, s.burst, maxLimiters)
 	if !opts.OmitInstructions {
 		s.instr = Instructions(s.uri)
 	}
@@ -619,31 +616,7 @@ func multiRoundTrip(ss *mcp.ServerSession) bool {
 // allow takes one read from scope key's rate limiter; if none is left it
 // says how long until one is.
 func (s *Server) allow(key string) (time.Duration, bool) {
-	if s.rate == rate.Inf {
-		return 0, true
-	}
-	s.limMu.Lock()
-	l, ok := s.limiters[key]
-	if !ok {
-		if len(s.limiters) >= maxLimiters {
-			for k, old := range s.limiters {
-				if old.Tokens() >= float64(s.burst) {
-					delete(s.limiters, k)
-				}
-			}
-		}
-		l = rate.NewLimiter(s.rate, s.burst)
-		if len(s.limiters) < maxLimiters {
-			s.limiters[key] = l
-		}
-	}
-	s.limMu.Unlock()
-	r := l.Reserve()
-	if d := r.Delay(); d > 0 {
-		r.Cancel()
-		return d, false
-	}
-	return 0, true
+	return s.limiters.allow(key, time.Now())
 }
 
 // minimalList returns a copy of a tools/list result with minimal tools.

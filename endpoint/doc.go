@@ -31,7 +31,17 @@
 // initialize request carries no header. So for the SDK client the body is
 // peeked at only once per legacy connection.
 //
-// [Serve] and [ListenAndServe] run such a handler at [Path] with a graceful
-// shutdown when their context ends; [ServeStdio] runs a server over stdin and
-// stdout, where the SDK handles both eras without help.
+// A JSON array (a batch, which protocol 2025-06-18 removed) is answered
+// with -32600 before any routing, as [ServeStdio] answers it on a line.
+//
+// Resources are bounded by default. A legacy session closes after
+// [DefaultSessionTimeout] without a request ([Options.SessionTimeout]), and
+// at most [DefaultMaxSessions] are open at once ([Options.MaxSessions]):
+// past the cap, a request that would open another gets HTTP 503 and
+// [CodeTooManySessions]. [Handler.Sessions] counts them.
+//
+// [Serve] and [ListenAndServe] run such a handler at [Path] with read and
+// idle timeouts ([ServeWith] sets them) and a graceful shutdown when their
+// context ends; [ServeStdio] runs a server over stdin and stdout, where the
+// SDK handles both eras without help.
 package endpoint

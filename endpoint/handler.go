@@ -1,13 +1,18 @@
 package endpoint
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -36,9 +41,20 @@ type Options struct {
 
 	// SessionTimeout closes a legacy (2025-11-25 and older) session after it
 	// has seen no HTTP request for this long
-	// (see [mcp.StreamableHTTPOptions.SessionTimeout]).
-	// If zero, legacy sessions live until the client deletes them.
+	// (see [mcp.StreamableHTTPOptions.SessionTimeout]); a request in
+	// progress holds it open. The client's next request then gets 404, and
+	// a client of 2025-11-25 starts a new session; a client that idles
+	// longer should ping. Zero means Legacy.SessionTimeout if that is set,
+	// else [DefaultSessionTimeout]; negative means sessions live until the
+	// client deletes them, which a client that walks away never does.
 	SessionTimeout time.Duration
+
+	// MaxSessions caps the legacy sessions open at once. Past it, a request
+	// that would open one is answered with HTTP 503 and the JSON-RPC error
+	// -32000, and nothing is created; requests of open sessions and of
+	// 2026-07-28 (which has no sessions) are served as usual. Zero means
+	// [DefaultMaxSessions]; negative means no cap.
+	MaxSessions int
 
 	// Legacy, if non-nil, is the base configuration of the stateful handler
 	// that serves legacy clients; it is copied, its Stateless field is
@@ -55,6 +71,16 @@ type Options struct {
 	Stateless *mcp.StreamableHTTPOptions
 }
 
+// Defaults of [Options].
+const (
+	DefaultSessionTimeout = 10 * time.Minute
+	DefaultMaxSessions    = 1000
+)
+
+// CodeTooManySessions is the JSON-RPC error code of a request refused
+// because [Options.MaxSessions] legacy sessions are open.
+const CodeTooManySessions = -32000
+
 // NewHandler returns an http.Handler that serves server to MCP clients of
 // both protocol eras: requests of 2026-07-28 and later go to a stateless SDK
 // handler, all others to a stateful one with sessions. See the package
@@ -63,7 +89,7 @@ type Options struct {
 //
 // The handler does not care about the URL path; mount it where clients
 // expect it (conventionally [Path]).
-func NewHandler(server *mcp.Server, opts *Options) http.Handler {
+func NewHandler(server *mcp.Server, opts *Options) *Handler {
 	if server == nil {
 		panic("endpoint.NewHandler: nil server")
 	}
@@ -84,12 +110,19 @@ func NewHandler(server *mcp.Server, opts *Options) http.Handler {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &router{
+	maxSessions := opts.MaxSessions
+	if maxSessions == 0 {
+		maxSessions = DefaultMaxSessions
+	}
+	h := &Handler{
 		stateful:  mcp.NewStreamableHTTPHandler(getServer, legacy),
 		stateless: mcp.NewStreamableHTTPHandler(getServer, stateless),
 		peekLimit: limit,
 		logger:    logger,
+		server:    server,
 	}
+	h.sessions.max, h.sessions.live = maxSessions, h.liveIDs
+	return h
 }
 
 // handlerOptions returns a copy of base (or of the zero options) for one of
@@ -106,34 +139,329 @@ func (o *Options) handlerOptions(base *mcp.StreamableHTTPOptions, stateless bool
 	if o.JSONResponse {
 		h.JSONResponse = true
 	}
-	if !stateless && o.SessionTimeout != 0 {
-		h.SessionTimeout = o.SessionTimeout
+	if !stateless {
+		switch {
+		case o.SessionTimeout < 0:
+			h.SessionTimeout = 0 // the SDK's "never"
+		case o.SessionTimeout > 0:
+			h.SessionTimeout = o.SessionTimeout
+		case h.SessionTimeout <= 0:
+			h.SessionTimeout = DefaultSessionTimeout
+		}
 	}
 	return &h
 }
 
-// router sends each request to the SDK handler of its protocol era.
-type router struct {
+// A Handler serves one MCP server to clients of both protocol eras; see
+// [NewHandler].
+type Handler struct {
 	stateful  http.Handler // sessions; protocol 2025-11-25 and older
 	stateless http.Handler // no sessions; protocol 2026-07-28 and later
 	peekLimit int64        // most body bytes read to route a header-less POST
 	logger    *slog.Logger
+	server    *mcp.Server
+	sessions  sessionCount
+	inflight  inFlight
 }
 
-func (rt *router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	sessionless, reason := rt.route(req)
-	if sessionless {
-		rt.logger.DebugContext(req.Context(), "mcp request routed", "handler", "stateless", "reason", reason, "method", req.Method)
-		rt.stateless.ServeHTTP(w, req)
+// Sessions returns the number of legacy sessions open, counting those
+// being opened by a request in progress.
+func (h *Handler) Sessions() int { return h.sessions.load() }
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method == http.MethodPost && isArray(req, h.peekLimit) {
+		h.logger.DebugContext(req.Context(), "mcp request refused", "reason", "JSON array body")
+		writeError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, batchMessage)
 		return
 	}
-	rt.logger.DebugContext(req.Context(), "mcp request routed", "handler", "stateful", "reason", reason, "method", req.Method)
-	rt.stateful.ServeHTTP(w, req)
+	sessionless, reason := h.route(req)
+	if sessionless {
+		h.logger.DebugContext(req.Context(), "mcp request routed", "handler", "stateless", "reason", reason, "method", req.Method)
+		h.stateless.ServeHTTP(w, req)
+		return
+	}
+	h.logger.DebugContext(req.Context(), "mcp request routed", "handler", "stateful", "reason", reason, "method", req.Method)
+	if id := req.Header.Get(sessionIDHeader); id != "" {
+		switch req.Method {
+		case http.MethodPost:
+			// Requests of a session are tracked while they run, so that
+			// ending the session can cancel them.
+			if rid := requestID(req, h.peekLimit); rid != nil {
+				done := h.inflight.add(id, string(rid))
+				defer done()
+			}
+		case http.MethodDelete:
+			h.cancelInFlight(req, id)
+		}
+		h.stateful.ServeHTTP(w, req)
+		return
+	}
+	if req.Method != http.MethodPost {
+		h.stateful.ServeHTTP(w, req)
+		return
+	}
+	// A POST without a session id may open a session: count it before
+	// the SDK handler runs, so that the cap holds under concurrency.
+	if !h.sessions.reserve() {
+		if h.sessions.warnDue(time.Now()) {
+			h.logger.WarnContext(req.Context(), "mcp requests refused: too many legacy sessions (logged once a minute)", "max", h.sessions.max)
+		}
+		w.Header().Set("Retry-After", "60")
+		writeError(w, http.StatusServiceUnavailable, requestID(req, h.peekLimit), CodeTooManySessions,
+			fmt.Sprintf("Server busy: this server keeps at most %d legacy sessions and all are open. Retry later, or use protocol %s, which needs no session.", h.sessions.max, SessionlessVersion))
+		return
+	}
+	h.stateful.ServeHTTP(w, req)
+	h.watch(w.Header().Get(sessionIDHeader))
+}
+
+// cancelInFlight cancels the requests the client has in flight in the
+// session it is deleting, as notifications/cancelled from the client would:
+// the SDK closes a session only once its requests have finished, and a
+// request waiting for something only the client could give (the answer to
+// a question) would otherwise hold the session and the DELETE until its own
+// timeout.
+func (h *Handler) cancelInFlight(del *http.Request, session string) {
+	for _, rid := range h.inflight.ids(session) {
+		body := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + rid + `,"reason":"the client ended the session"}}`
+		req, err := http.NewRequestWithContext(del.Context(), http.MethodPost, del.URL.String(), strings.NewReader(body))
+		if err != nil {
+			return
+		}
+		req.Header = del.Header.Clone() // the session, its version, its credentials
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Host, req.RemoteAddr = del.Host, del.RemoteAddr
+		h.stateful.ServeHTTP(discardWriter{}, req)
+	}
+}
+
+// inFlight holds the ids of the requests in progress per legacy session.
+// It holds one entry per POST being served, so it is bounded by them.
+type inFlight struct {
+	mu sync.Mutex
+	m  map[string]map[string]int // session -> request id (raw JSON) -> count
+}
+
+// add records request id of session and returns the function that
+// forgets it.
+func (f *inFlight) add(session, id string) func() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil {
+		f.m = map[string]map[string]int{}
+	}
+	if f.m[session] == nil {
+		f.m[session] = map[string]int{}
+	}
+	f.m[session][id]++
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.m[session][id]--; f.m[session][id] <= 0 {
+			delete(f.m[session], id)
+		}
+		if len(f.m[session]) == 0 {
+			delete(f.m, session)
+		}
+	}
+}
+
+func (f *inFlight) ids(session string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ids := make([]string, 0, len(f.m[session]))
+	for id := range f.m[session] {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// discardWriter is the response writer of a request whose answer nobody
+// reads.
+type discardWriter struct{}
+
+func (discardWriter) Header() http.Header         { return http.Header{} }
+func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (discardWriter) WriteHeader(int)             {}
+
+// watch records the session the request opened, if it is still open,
+// and settles the request's reservation either way.
+func (h *Handler) watch(id string) {
+	open := false
+	if id != "" {
+		for ss := range h.server.Sessions() {
+			if ss.ID() == id {
+				open = true
+				break
+			}
+		}
+	}
+	h.sessions.settle(id, open)
+}
+
+// liveIDs returns the ids of the server's open sessions.
+func (h *Handler) liveIDs() map[string]bool {
+	live := map[string]bool{}
+	for ss := range h.server.Sessions() {
+		live[ss.ID()] = true
+	}
+	return live
+}
+
+// sessionCount counts open legacy sessions against a cap. It records the
+// ids of the sessions opened through the handler and forgets those the
+// server no longer holds when it checks the cap, when it is asked for the
+// count and, without a cap, each time the record doubles: no goroutine
+// waits on a session.
+type sessionCount struct {
+	max  int // <= 0: no cap
+	live func() map[string]bool
+
+	mu        sync.Mutex
+	pending   int                 // requests that may open a session
+	ids       map[string]struct{} // sessions opened, open when last checked
+	nextPrune int                 // record size that triggers a check without a cap
+
+	lastWarn time.Time // of a refusal, to log them once a minute
+}
+
+// warnDue reports whether a refusal at now should be logged.
+func (c *sessionCount) warnDue(now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now.Sub(c.lastWarn) < time.Minute {
+		return false
+	}
+	c.lastWarn = now
+	return true
+}
+
+// reserve counts a request that may open a session, unless the cap is
+// reached.
+func (c *sessionCount) reserve() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	full := func() bool { return c.max > 0 && c.pending+len(c.ids) >= c.max }
+	if full() || len(c.ids) >= max(c.nextPrune, 64) {
+		c.prune()
+		c.nextPrune = 2 * len(c.ids)
+	}
+	if full() {
+		return false
+	}
+	c.pending++
+	return true
+}
+
+// settle ends a reservation; open says the request opened session id.
+func (c *sessionCount) settle(id string, open bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pending--
+	if open {
+		if c.ids == nil {
+			c.ids = map[string]struct{}{}
+		}
+		c.ids[id] = struct{}{}
+	}
+}
+
+// prune forgets the sessions the server no longer holds; c.mu is held.
+func (c *sessionCount) prune() {
+	if len(c.ids) == 0 || c.live == nil {
+		return
+	}
+	live := c.live()
+	for id := range c.ids {
+		if !live[id] {
+			delete(c.ids, id)
+		}
+	}
+}
+
+func (c *sessionCount) load() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.prune()
+	return c.pending + len(c.ids)
+}
+
+// isArray reports whether req's body, past leading JSON whitespace (at
+// most limit bytes of it), starts a JSON array. It puts back a body that
+// yields the same bytes.
+func isArray(req *http.Request, limit int64) bool {
+	if req.Body == nil || req.Body == http.NoBody {
+		return false
+	}
+	orig := req.Body
+	br := bufio.NewReader(orig)
+	var space []byte
+	var rest io.Reader = br
+	array := false
+	for int64(len(space)) <= limit {
+		c, err := br.ReadByte()
+		if err != nil {
+			if err != io.EOF {
+				rest = errReader{err} // the same error, after the same bytes
+			}
+			break
+		}
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			_ = br.UnreadByte()
+			array = c == '['
+			break
+		}
+		space = append(space, c)
+	}
+	req.Body = readCloser{io.MultiReader(bytes.NewReader(space), rest), orig}
+	return array
+}
+
+// requestID returns the id of the JSON-RPC request in req's body, if it
+// is a request with a usable id, reading at most limit bytes; it puts back
+// a body that yields the same bytes.
+func requestID(req *http.Request, limit int64) json.RawMessage {
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil
+	}
+	orig := req.Body
+	buf, err := io.ReadAll(io.LimitReader(orig, limit))
+	var rest io.Reader = orig
+	if err != nil {
+		rest = errReader{err} // the same error, after the same bytes
+	}
+	req.Body = readCloser{io.MultiReader(bytes.NewReader(buf), rest), orig}
+	if err != nil {
+		return nil
+	}
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(buf, &msg) != nil || len(msg.ID) == 0 || msg.Method == "" {
+		return nil
+	}
+	if c := msg.ID[0]; c != '"' && c != '-' && (c < '0' || c > '9') {
+		return nil
+	}
+	return msg.ID
+}
+
+// writeError writes one JSON-RPC error response with the HTTP status.
+func writeError(w http.ResponseWriter, status int, id json.RawMessage, code int64, message string) {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(errorReply{JSONRPC: "2.0", ID: id, Error: wireError{Code: code, Message: message}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
 }
 
 // route reports whether req belongs to the sessionless era, and a short
 // reason for the log. It may replace req.Body with an equivalent reader.
-func (rt *router) route(req *http.Request) (sessionless bool, reason string) {
+func (h *Handler) route(req *http.Request) (sessionless bool, reason string) {
 	if v := req.Header.Get(protocolVersionHeader); v != "" {
 		if !isVersion(v) {
 			return false, "malformed version header"
@@ -150,7 +478,7 @@ func (rt *router) route(req *http.Request) (sessionless bool, reason string) {
 		// The request belongs to a legacy session; its owner answers it.
 		return false, "session id"
 	}
-	v, ok := rt.peekVersion(req)
+	v, ok := h.peekVersion(req)
 	if !ok {
 		return false, "no version in header or body"
 	}
@@ -160,20 +488,20 @@ func (rt *router) route(req *http.Request) (sessionless bool, reason string) {
 	return false, "version in body _meta"
 }
 
-// peekVersion reads at most rt.peekLimit bytes of req.Body to find
+// peekVersion reads at most h.peekLimit bytes of req.Body to find
 // params._meta["io.modelcontextprotocol/protocolVersion"], and puts back a
 // body that yields exactly the same bytes (and the same read error, if any)
 // as the original. A body over the limit is not parsed: the SDK handler
 // that receives it enforces its own limit and answers 413.
-func (rt *router) peekVersion(req *http.Request) (string, bool) {
+func (h *Handler) peekVersion(req *http.Request) (string, bool) {
 	orig := req.Body
-	buf, err := io.ReadAll(io.LimitReader(orig, rt.peekLimit+1))
+	buf, err := io.ReadAll(io.LimitReader(orig, h.peekLimit+1))
 	var rest io.Reader = orig
 	if err != nil {
 		rest = errReader{err}
 	}
 	req.Body = readCloser{io.MultiReader(bytes.NewReader(buf), rest), orig}
-	if err != nil || int64(len(buf)) > rt.peekLimit {
+	if err != nil || int64(len(buf)) > h.peekLimit {
 		return "", false
 	}
 	return metaProtocolVersion(buf)

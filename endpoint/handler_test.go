@@ -6,10 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -22,6 +24,14 @@ import (
 var discardLogger = slog.New(slog.DiscardHandler)
 
 func TestMain(m *testing.M) {
+	if os.Getenv(stdioServerEnv) == "1" {
+		// A child process of TestStdioProcessArrays: a stdio server.
+		if err := ServeStdio(context.Background(), newTestServer()); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	// Also covers the Example functions, which cannot call VerifyNone.
 	goleak.VerifyTestMain(m)
 }
@@ -541,7 +551,7 @@ func TestRoute(t *testing.T) {
 		})
 	}
 	const limit = 256
-	rt := &router{stateful: fake("stateful"), stateless: fake("stateless"), peekLimit: limit, logger: discardLogger}
+	rt := &Handler{stateful: fake("stateful"), stateless: fake("stateless"), peekLimit: limit, logger: discardLogger}
 
 	modern := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
 	future := strings.Replace(modern, "2026-07-28", "2030-01-01", 1)
@@ -569,7 +579,6 @@ func TestRoute(t *testing.T) {
 		{"no header, malformed body version", "POST", nil, strings.Replace(modern, "2026-07-28", "latest", 1), "stateful", false},
 		{"no header, non-string body version", "POST", nil, strings.Replace(modern, `"2026-07-28"`, "20260728", 1), "stateful", false},
 		{"no header, key in other case", "POST", nil, strings.Replace(modern, "io.modelcontextprotocol/protocolVersion", "IO.modelcontextprotocol/protocolversion", 1), "stateful", false},
-		{"no header, batch", "POST", nil, "[" + modern + "]", "stateful", false},
 		{"no header, not JSON", "POST", nil, "{", "stateful", false},
 		{"no header, empty body", "POST", nil, "", "stateful", false},
 		{"no header, body over limit", "POST", nil, big, "stateful", false},

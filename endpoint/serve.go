@@ -22,9 +22,31 @@ const Path = "/mcp"
 // remaining connections are closed.
 const shutdownGrace = 5 * time.Second
 
-// readHeaderTimeout bounds how long a client may take to send request
-// headers. There is no write timeout: responses may be long event streams.
-const readHeaderTimeout = 10 * time.Second
+// Defaults of [ServeOptions].
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultIdleTimeout       = 2 * time.Minute
+)
+
+// ServeOptions configures [ServeWith]. A nil *ServeOptions means the zero
+// value: every timeout at its default. There is no write timeout:
+// responses may be long event streams.
+type ServeOptions struct {
+	// ReadHeaderTimeout bounds how long a client may take to send a
+	// request's headers. Zero means [DefaultReadHeaderTimeout].
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds how long a client may take to send a whole
+	// request, headers and body; a body still incomplete then fails to
+	// read, the request is answered 400 and the connection closed. net/http
+	// lifts the deadline once the body has been read, so the response (an
+	// event stream, say) may last as long as it needs.
+	// Zero means [DefaultReadTimeout].
+	ReadTimeout time.Duration
+	// IdleTimeout closes a kept-alive connection that waits this long for
+	// its next request. Zero means [DefaultIdleTimeout].
+	IdleTimeout time.Duration
+}
 
 // ListenAndServe listens on the TCP address addr and calls [Serve]. To learn
 // the bound address of ":0", call net.Listen and Serve yourself.
@@ -36,23 +58,48 @@ func ListenAndServe(ctx context.Context, addr string, h http.Handler) error {
 	return Serve(ctx, ln, h)
 }
 
-// Serve serves h at [Path] on ln until ctx is done, then shuts down: it stops
-// accepting connections, ends the standalone event streams (GET requests) of
-// legacy sessions, which carry no request in flight, lets other requests
-// finish for a few seconds, closes whatever is still open, and returns.
-// Serve closes ln. Legacy sessions that their clients did not delete stay
-// open in the *mcp.Server (see [mcp.Server.Sessions]).
+// Serve is [ServeWith] with the default options.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	return ServeWith(ctx, ln, h, nil)
+}
+
+// ServeWith serves h at [Path] on ln until ctx is done, then shuts down: it
+// stops accepting connections, ends the standalone event streams (GET
+// requests) of legacy sessions, which carry no request in flight, lets
+// other requests finish for a few seconds, closes whatever is still open,
+// and returns. It closes ln. Legacy sessions that their clients did not
+// delete stay open in the *mcp.Server (see [mcp.Server.Sessions]) until
+// their idle timeout ([Options.SessionTimeout]).
+//
+// A client that is slow to send headers or a body, or that keeps an idle
+// connection, is cut off after the timeouts of opts (nil means the
+// defaults), so a slow sender cannot hold a connection indefinitely.
 //
 // It returns nil after a clean shutdown caused by ctx, and otherwise the
 // error that stopped the server or the shutdown.
-func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+func ServeWith(ctx context.Context, ln net.Listener, h http.Handler, opts *ServeOptions) error {
+	var o ServeOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.ReadHeaderTimeout <= 0 {
+		o.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if o.ReadTimeout <= 0 {
+		o.ReadTimeout = DefaultReadTimeout
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
 	streams, endStreams := context.WithCancel(context.Background())
 	defer endStreams()
 	mux := http.NewServeMux()
 	mux.Handle(Path, endStreamsOn(streams, h))
 	srv := &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: readHeaderTimeout,
+		ReadHeaderTimeout: o.ReadHeaderTimeout,
+		ReadTimeout:       o.ReadTimeout,
+		IdleTimeout:       o.IdleTimeout,
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

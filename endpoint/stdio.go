@@ -20,7 +20,9 @@ const maxLine = mcp.DefaultMaxLineLength
 // guard: the SDK ends the connection on a line it cannot decode, which
 // loses the session for one bad message. The guard answers such a line
 // itself, -32700 when it is not JSON and -32600 when it is JSON but not a
-// JSON-RPC message, drops it, and keeps the connection.
+// JSON-RPC message, drops it, and keeps the connection. A JSON array (a
+// batch, which protocol 2025-06-18 removed, or "[]") is answered with
+// -32600 too, in every protocol version, as the HTTP handler answers it.
 func stdioTransport(in io.ReadCloser, out io.WriteCloser) mcp.Transport {
 	w := &lockedWriter{w: out}
 	return &mcp.IOTransport{
@@ -44,8 +46,8 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 func (l *lockedWriter) Close() error { return l.w.Close() }
 
-// lineGuard passes through the lines that are JSON-RPC messages (or
-// batches) and answers the others.
+// lineGuard passes through the lines that are JSON-RPC messages and
+// answers the others.
 type lineGuard struct {
 	src     *bufio.Reader
 	in      io.Closer
@@ -79,6 +81,9 @@ func (g *lineGuard) Close() error { return g.in.Close() }
 
 var errLineTooLong = errors.New("line too long")
 
+// batchMessage answers a JSON array, on stdio and over HTTP.
+const batchMessage = "Invalid Request: JSON-RPC batches (a JSON array) are not supported; send one JSON-RPC message at a time"
+
 // readLine returns the next line with its newline, at most maxLine bytes;
 // a longer line is skipped whole and reported as errLineTooLong.
 func readLine(r *bufio.Reader) ([]byte, error) {
@@ -106,7 +111,8 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 // admit reports whether msg is for the SDK; otherwise it answers it.
 func (g *lineGuard) admit(msg []byte) bool {
 	if msg[0] == '[' && json.Valid(msg) {
-		return true // a batch: the SDK checks its elements
+		g.answer(nil, jsonrpc.CodeInvalidRequest, batchMessage)
+		return false
 	}
 	if _, err := jsonrpc.DecodeMessage(msg); err == nil {
 		return true

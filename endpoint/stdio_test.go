@@ -67,6 +67,9 @@ var badLines = []struct {
 	{`{"id":7,"hello":"world"}`, -32600, 7.0},
 	{`{"id":{"x":1}}`, -32600, nil},
 	{`42`, -32600, nil},
+	{`[]`, -32600, nil},
+	{`[1]`, -32600, nil},
+	{`[{"jsonrpc":"2.0","id":11,"method":"ping"}]`, -32600, nil},
 }
 
 func (p *stdioPeer) sendBadLines() {

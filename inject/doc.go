@@ -41,7 +41,10 @@
 // answer is accepted only for a question the previous round recorded as
 // asked, and a resolver's own computed value is never stored. Under
 // 2025-11-25 and older each question is a real server-to-client request
-// within the one call, for chains of any depth.
+// within the one call, for chains of any depth; it waits at most
+// [Options.QuestionTimeout] ([DefaultQuestionTimeout]) for the answer, and
+// ends with the call (a client's cancellation; endpoint.Handler cancels a
+// session's calls when the client deletes it).
 //
 // Asking for something the client did not declare is the JSON-RPC error
 // -32021 with the exact requiredCapabilities, raised only when the question

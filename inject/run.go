@@ -10,6 +10,7 @@ import (
 	"maps"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -50,6 +51,7 @@ type call struct {
 	caps      *mcp.ClientCapabilities
 	args      map[string]any
 	stateless bool
+	timeout   time.Duration // of one legacy question
 
 	// 2026-07-28 rounds.
 	prev      roundState
@@ -257,23 +259,29 @@ func stillValid(q *question, raw json.RawMessage) bool {
 }
 
 // askNow sends q to the client as a real request (legacy sessions) and
-// checks the answer as an answer in a round is checked.
+// checks the answer as an answer in a round is checked. It waits at most
+// c.timeout, and no longer than the call or its session lasts.
 func (c *call) askNow(ctx context.Context, n *node, q *question) (json.RawMessage, error) {
+	qctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
 	var res mcp.InputResponse
 	var err error
 	switch p := q.params.(type) {
 	case *mcp.ElicitParams:
-		res, err = c.session.Elicit(ctx, p)
+		res, err = c.session.Elicit(qctx, p)
 	case *mcp.CreateMessageParams:
-		res, err = c.session.CreateMessage(ctx, p)
+		res, err = c.session.CreateMessage(qctx, p)
 	case *mcp.CreateMessageWithToolsParams:
-		res, err = c.session.CreateMessageWithTools(ctx, p)
+		res, err = c.session.CreateMessageWithTools(qctx, p)
 	case *mcp.ListRootsParams:
-		res, err = c.session.ListRoots(ctx, p)
+		res, err = c.session.ListRoots(qctx, p)
 	}
 	if err != nil {
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			return nil, ctx.Err()
+		case errors.Is(qctx.Err(), context.DeadlineExceeded):
+			return nil, &toolError{fmt.Sprintf("resolver %q: the client did not answer %s within %v", n.key, q.kind, c.timeout)}
 		}
 		return nil, &toolError{fmt.Sprintf("resolver %q: the client could not answer %s: %v", n.key, q.kind, err)}
 	}

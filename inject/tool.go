@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -30,13 +31,26 @@ type Options struct {
 	// Logger receives the reasons requestState was refused and resolver
 	// panics. Nil discards them.
 	Logger *slog.Logger
+	// QuestionTimeout bounds how long a question asked within a legacy
+	// (2025-11-25) call waits for the client's answer; past it the
+	// question is cancelled (notifications/cancelled) and the call ends
+	// with a tool error that says so. The call's own end (the client
+	// cancels it, the session closes) ends the wait sooner. Questions of
+	// 2026-07-28 rounds hold nothing while they wait. Zero means
+	// [DefaultQuestionTimeout].
+	QuestionTimeout time.Duration
 }
+
+// DefaultQuestionTimeout is the default of [Options.QuestionTimeout]: a
+// person filling a form has a few minutes.
+const DefaultQuestionTimeout = 5 * time.Minute
 
 // An Injector runs the resolvers of the tools added through it.
 type Injector struct {
 	ring     *requeststate.Ring
 	audience string
 	logger   *slog.Logger
+	timeout  time.Duration
 }
 
 // NewInjector returns an Injector; opts may be nil.
@@ -44,7 +58,10 @@ func NewInjector(opts *Options) *Injector {
 	if opts == nil {
 		opts = &Options{}
 	}
-	inj := &Injector{ring: opts.Ring, audience: opts.Audience, logger: opts.Logger}
+	inj := &Injector{ring: opts.Ring, audience: opts.Audience, logger: opts.Logger, timeout: opts.QuestionTimeout}
+	if inj.timeout <= 0 {
+		inj.timeout = DefaultQuestionTimeout
+	}
 	if inj.ring == nil {
 		inj.ring = requeststate.Default()
 	}
@@ -152,6 +169,7 @@ func handle[In any](ctx context.Context, inj *Injector, p *plan, schema *jsonsch
 		caps:      req.ClientCapabilities(),
 		args:      args,
 		stateless: req.ProtocolVersion() >= preflight.ProtocolStateless,
+		timeout:   inj.timeout,
 	}
 	if c.stateless {
 		payload, err := inj.ring.OpenRequest(req, inj.audience)

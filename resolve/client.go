@@ -220,58 +220,74 @@ func Preflight(ctx context.Context, cs *mcp.ClientSession, tool *mcp.Tool, args 
 
 var errBadResult = errors.New("unusable tools/resolve result")
 
-// accept checks res and records it in d and in.
-func (d *Decision) accept(tool *mcp.Tool, res *preflight.ResolveResult, in *policy.Input) error {
-	var (
-		name, shape string
-		ann         preflight.Annotations
-		meta        map[string]any
-		schemes     []preflight.SecurityScheme
-		h           hints.Hints
-		err         error
-	)
+// An Answer is a tools/resolve result as read by [ReadResult], in either
+// shape.
+type Answer struct {
+	Name            string
+	Shape           string // "seed" or "extension"
+	Annotations     preflight.Annotations
+	Hints           hints.Hints
+	Meta            map[string]any
+	SecuritySchemes []preflight.SecurityScheme
+}
+
+// ReadResult reads res as an answer about the tool named name: in the
+// seed shape from the returned tool, in the extension shape from the
+// result and its negotiated _meta objects (scalar mcp.dev/ keys are not
+// extension metadata there, and are ignored as the extension asks). It
+// checks the shape, the name and the hints' values, not the bounds: hold
+// the answer to the tool's static declaration with [hints.Exceeds].
+func ReadResult(res *preflight.ResolveResult, name string) (*Answer, error) {
+	var a Answer
+	var err error
 	switch {
 	case res == nil:
-		return fmt.Errorf("%w: empty result", errBadResult)
+		return nil, fmt.Errorf("%w: empty result", errBadResult)
 	case res.SeedShape():
 		if res.Tool.Tool == nil {
-			return fmt.Errorf("%w: empty tool", errBadResult)
+			return nil, fmt.Errorf("%w: empty tool", errBadResult)
 		}
-		name, ann, meta = res.Tool.Name, preflight.AnnotationsOf(res.Tool.Annotations), res.Tool.Meta
-		shape, schemes = "seed", res.Tool.SecuritySchemes
-		h, err = hints.Read(meta)
+		a.Name, a.Annotations, a.Meta = res.Tool.Name, preflight.AnnotationsOf(res.Tool.Annotations), res.Tool.Meta
+		a.Shape, a.SecuritySchemes = "seed", res.Tool.SecuritySchemes
+		a.Hints, err = hints.Read(a.Meta)
 	default:
 		if res.ResultType != preflight.ResultTypeComplete || res.Annotations == nil {
-			return fmt.Errorf("%w: neither a tool (seed shape) nor resultType %q with annotations (extension shape)", errBadResult, preflight.ResultTypeComplete)
+			return nil, fmt.Errorf("%w: neither a tool (seed shape) nor resultType %q with annotations (extension shape)", errBadResult, preflight.ResultTypeComplete)
 		}
-		name, ann, meta = res.Name, *res.Annotations, res.Meta
-		shape = "extension"
-		if v, ok := meta[preflight.MetaSecuritySchemes]; ok {
+		a.Name, a.Annotations, a.Meta, a.Shape = res.Name, *res.Annotations, res.Meta, "extension"
+		if v, ok := a.Meta[preflight.MetaSecuritySchemes]; ok {
 			var s struct {
 				SecuritySchemes []preflight.SecurityScheme `json:"securitySchemes"`
 			}
 			if err := remarshal(v, &s); err != nil {
-				return fmt.Errorf("%w: %s: %v", errBadResult, preflight.MetaSecuritySchemes, err)
+				return nil, fmt.Errorf("%w: %s: %v", errBadResult, preflight.MetaSecuritySchemes, err)
 			}
-			schemes = s.SecuritySchemes
+			a.SecuritySchemes = s.SecuritySchemes
 		}
-		// Only the negotiated object counts: scalar mcp.dev/ keys are
-		// not extension metadata, and the extension says to ignore them.
-		h, err = hints.ReadObject(meta[preflight.MetaPolicyHints])
+		a.Hints, err = hints.ReadObject(a.Meta[preflight.MetaPolicyHints])
 	}
-	if name != tool.Name {
-		return fmt.Errorf("%w: resolved %q, asked for %q", errBadResult, name, tool.Name)
+	if a.Name != name {
+		return nil, fmt.Errorf("%w: resolved %q, asked for %q", errBadResult, a.Name, name)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %v", errBadResult, err)
+		return nil, fmt.Errorf("%w: %v", errBadResult, err)
+	}
+	return &a, nil
+}
+
+// accept checks res and records it in d and in.
+func (d *Decision) accept(tool *mcp.Tool, res *preflight.ResolveResult, in *policy.Input) error {
+	a, err := ReadResult(res, tool.Name)
+	if err != nil {
+		return err
 	}
 	static := hints.Declaration{Annotations: preflight.AnnotationsOf(tool.Annotations), Hints: in.StaticHints}
-	if over := hints.Exceeds(static, hints.Declaration{Annotations: ann, Hints: h}); len(over) > 0 {
+	if over := hints.Exceeds(static, hints.Declaration{Annotations: a.Annotations, Hints: a.Hints}); len(over) > 0 {
 		return fmt.Errorf("%w: riskier than the static declaration in %s", errBadResult, excessText(over))
 	}
 	// Only a result that passed every check reaches the decision.
-	in.Resolved, in.ResolvedHints = &ann, h
-	d.Resolved, d.Meta, d.Shape, d.SecuritySchemes = true, meta, shape, schemes
+	in.Resolved, in.ResolvedHints = &a.Annotations, a.Hints
+	d.Resolved, d.Meta, d.Shape, d.SecuritySchemes = true, a.Meta, a.Shape, a.SecuritySchemes
 	return nil
 }
 

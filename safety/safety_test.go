@@ -69,8 +69,10 @@ func TestFromTarget(t *testing.T) {
 	if v := m.Variants[0]; v.Risk != RiskReadOnly || v.Effect != (Cell{"read", policy.SourceResolved, "good"}) || v.Confirmation.Source != policy.SourceResolved {
 		t.Errorf("action=read = %+v", v)
 	}
-	// delete: the resolution gives no hints, so the static ones apply.
-	if v := m.Variants[1]; v.Risk != RiskDestructive || v.Effect != (Cell{"delete", policy.SourceStatic, "bad"}) || v.Destructive.Source != policy.SourceResolved {
+	// delete: the resolution gives no hints, so they are derived from its
+	// annotations, never taken from the static worst case.
+	if v := m.Variants[1]; v.Risk != RiskDestructive || v.Effect != (Cell{"write", policy.SourceDerived, "warn"}) ||
+		v.Confirmation != (Cell{"required", policy.SourceDerived, "bad"}) || v.Destructive.Source != policy.SourceResolved {
 		t.Errorf("action=delete = %+v", v)
 	}
 	if v := m.Variants[2]; v.Error == "" || v.Risk != RiskDestructive {
@@ -131,7 +133,7 @@ func TestHTMLInChromium(t *testing.T) {
 		{"risk=read-only", "Showing 2 of 3 tools (2 rows)", []string{"read_note", "manage_notes"}, []string{"append_note"}},
 		{"confirm=1&variants=0", "Showing 1 of 3 tools (1 rows)", []string{"manage_notes"}, []string{"read_note", "append_note"}},
 		{"q=append", "Showing 1 of 3 tools (1 rows)", []string{"append_note"}, []string{"read_note", "manage_notes"}},
-		{"effect=delete", "Showing 1 of 3 tools (3 rows)", []string{"manage_notes"}, []string{"read_note"}},
+		{"effect=delete", "Showing 1 of 3 tools (2 rows)", []string{"manage_notes"}, []string{"read_note"}}, // the static row and the failed variant
 		{"q=nothing-matches", "Showing 0 of 3 tools (0 rows)", nil, []string{"read_note", "append_note", "manage_notes"}},
 	} {
 		dom := chromium.DOM(t, file, tc.fragment)

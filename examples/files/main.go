@@ -6,6 +6,9 @@
 //	go run ./examples/files -root DIR               # stdio
 //	go run ./examples/files -root DIR -http :8080   # streamable HTTP at /mcp, both protocol eras
 //
+// Over HTTP, legacy (2025-11-25) sessions close after -session-timeout
+// without a request and at most -max-sessions are open at once.
+//
 // With -disclose, the tool is listed with a short description and an open
 // input schema, and its full description is read from the
 // tool_descriptions resource, which must be fetched before the first call
@@ -23,6 +26,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -35,15 +39,24 @@ import (
 func main() {
 	rootDir := flag.String("root", "", "directory the tool works in (required)")
 	addr := flag.String("http", "", "serve streamable HTTP at ADDR/mcp instead of stdio")
+	var sf sessionFlags
+	flag.DurationVar(&sf.timeout, "session-timeout", endpoint.DefaultSessionTimeout, "with -http: close a legacy (2025-11-25) session after this long without a request; negative: never")
+	flag.IntVar(&sf.max, "max-sessions", endpoint.DefaultMaxSessions, "with -http: most legacy sessions open at once, past which new ones get HTTP 503; negative: no cap")
 	var d discloseFlags
 	flag.BoolVar(&d.on, "disclose", false, "progressive disclosure: list the tool minimally and require fetching its description from the tool_descriptions resource before calling it")
 	flag.StringVar(&d.descriptions, "descriptions", "", "with -disclose: folder of full descriptions, one TOOL.json per tool, reloaded when a file changes")
 	flag.StringVar(&d.schema, "schema", "object", "with -disclose: how far tools/list simplifies input schemas: object, open, toplevel or full")
 	flag.Parse()
-	if err := run(*rootDir, *addr, d); err != nil {
+	if err := run(*rootDir, *addr, sf, d); err != nil {
 		fmt.Fprintln(os.Stderr, "files:", err)
 		os.Exit(1)
 	}
+}
+
+// sessionFlags bound the legacy sessions of the HTTP endpoint.
+type sessionFlags struct {
+	timeout time.Duration
+	max     int
 }
 
 // discloseFlags are the progressive-disclosure flags.
@@ -52,7 +65,7 @@ type discloseFlags struct {
 	descriptions, schema string
 }
 
-func run(rootDir, addr string, d discloseFlags) error {
+func run(rootDir, addr string, sf sessionFlags, d discloseFlags) error {
 	if rootDir == "" {
 		return fmt.Errorf("-root is required: the directory manage_files works in")
 	}
@@ -87,7 +100,7 @@ func run(rootDir, addr string, d discloseFlags) error {
 		return err
 	}
 	logger.Info("serving", "url", "http://"+ln.Addr().String()+"/mcp", "root", rootDir)
-	return endpoint.Serve(ctx, ln, endpoint.NewHandler(server, &endpoint.Options{Logger: logger}))
+	return endpoint.Serve(ctx, ln, endpoint.NewHandler(server, &endpoint.Options{Logger: logger, SessionTimeout: sf.timeout, MaxSessions: sf.max}))
 }
 
 // options builds the disclosure options from the flags; closeAll releases

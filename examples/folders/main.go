@@ -8,6 +8,10 @@
 //	go run ./examples/folders -root DIR               # stdio
 //	go run ./examples/folders -root DIR -http :8080   # streamable HTTP at /mcp, both protocol eras
 //
+// Over HTTP, legacy (2025-11-25) sessions close after -session-timeout
+// without a request and at most -max-sessions are open at once; a question
+// asked within a legacy call waits at most -question-timeout.
+//
 // PREFLIGHT_REQUEST_STATE_KEYS (id:base64secret,...; the first key seals,
 // all open) shares the sealing keys between replicas; without it each
 // process seals with a random key of its own.
@@ -21,6 +25,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"time"
 
 	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/examples/folders/foldertool"
@@ -31,14 +36,24 @@ import (
 func main() {
 	rootDir := flag.String("root", "", "directory the tools work in (required)")
 	addr := flag.String("http", "", "serve streamable HTTP at ADDR/mcp instead of stdio")
+	var l limits
+	flag.DurationVar(&l.sessionTimeout, "session-timeout", endpoint.DefaultSessionTimeout, "with -http: close a legacy (2025-11-25) session after this long without a request; negative: never")
+	flag.IntVar(&l.maxSessions, "max-sessions", endpoint.DefaultMaxSessions, "with -http: most legacy sessions open at once, past which new ones get HTTP 503; negative: no cap")
+	flag.DurationVar(&l.questionTimeout, "question-timeout", inject.DefaultQuestionTimeout, "how long a question asked within a legacy call waits for the client's answer")
 	flag.Parse()
-	if err := run(*rootDir, *addr); err != nil {
+	if err := run(*rootDir, *addr, l); err != nil {
 		fmt.Fprintln(os.Stderr, "folders:", err)
 		os.Exit(1)
 	}
 }
 
-func run(rootDir, addr string) error {
+// limits bound what a client can hold.
+type limits struct {
+	sessionTimeout, questionTimeout time.Duration
+	maxSessions                     int
+}
+
+func run(rootDir, addr string, l limits) error {
 	if rootDir == "" {
 		return fmt.Errorf("-root is required: the directory the tools work in")
 	}
@@ -52,7 +67,10 @@ func run(rootDir, addr string) error {
 	if err != nil {
 		return err
 	}
-	opts := &inject.Options{Ring: ring, Logger: logger, Audience: "folders"}
+	if l.questionTimeout <= 0 {
+		return fmt.Errorf("-question-timeout %v: want a positive duration", l.questionTimeout)
+	}
+	opts := &inject.Options{Ring: ring, Logger: logger, Audience: "folders", QuestionTimeout: l.questionTimeout}
 	server := foldertool.NewServer(root, opts)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -65,5 +83,5 @@ func run(rootDir, addr string) error {
 		return err
 	}
 	logger.Info("serving", "url", "http://"+ln.Addr().String()+"/mcp", "root", rootDir)
-	return endpoint.Serve(ctx, ln, endpoint.NewHandler(server, &endpoint.Options{Logger: logger}))
+	return endpoint.Serve(ctx, ln, endpoint.NewHandler(server, &endpoint.Options{Logger: logger, SessionTimeout: l.sessionTimeout, MaxSessions: l.maxSessions}))
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"path"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -20,6 +21,17 @@ const (
 	DefaultShutdownTimeout = 5 * time.Second
 	DefaultDisclosureTTL   = disclose.DefaultTTL
 	DefaultRedisPrefix     = "preflight:"
+	DefaultPrincipalClaim  = "sub"
+	DefaultClockSkew       = 30 * time.Second
+	DefaultJWKSRefresh     = time.Hour
+	DefaultJWKSMinInterval = 30 * time.Second
+)
+
+// Limits on the auth section.
+const (
+	MaxTokens       = 1000            // static tokens
+	MaxClockSkew    = 5 * time.Minute // oauth.clockSkew
+	MaxPrincipalLen = 128             // a static token's principal, in characters
 )
 
 // Config is a gateway's configuration, validated and with every default
@@ -38,6 +50,9 @@ type Config struct {
 	Disclosure Disclosure `json:"disclosure"`
 	// Redis is the shared Redis; zero when the file names none.
 	Redis Redis `json:"redis,omitzero"`
+	// Auth is how clients authenticate; zero means they do not, which is
+	// allowed only on a loopback listener.
+	Auth Auth `json:"auth,omitzero"`
 }
 
 // Listen says where the gateway serves MCP. Its zero value leaves both to
@@ -235,6 +250,97 @@ type Redis struct {
 	// one Redis use different prefixes. Default [DefaultRedisPrefix].
 	Prefix string `json:"prefix,omitempty"`
 }
+
+// Auth is how the gateway authenticates its clients: static bearer tokens,
+// OAuth 2.1 access tokens, or both. Its zero value means no authentication:
+// every client is anonymous, which [Parse] allows only when listen.http is
+// a loopback address (and the gateway checks its actual listener too).
+type Auth struct {
+	// Tokens are static bearer tokens, each stored as its SHA-256 with the
+	// principal it stands for.
+	Tokens []Token `json:"tokens,omitempty"`
+	// OAuth makes the gateway an OAuth 2.1 resource server; zero when the
+	// file sets none.
+	OAuth OAuth `json:"oauth,omitzero"`
+}
+
+// IsZero reports whether a sets no authentication.
+func (a Auth) IsZero() bool { return len(a.Tokens) == 0 && a.OAuth.IsZero() }
+
+// Token is one static bearer token.
+type Token struct {
+	// Principal is who presents the token: the name that decisions,
+	// approvals and the audit use. Several tokens may share one.
+	Principal string `json:"principal"`
+	// SHA256 is "sha256:" and the token's SHA-256 in lower-case hex. The
+	// token itself is never in the config; only random tokens of high
+	// entropy (such as preflight token makes) are safe to store this way.
+	SHA256 string `json:"sha256"`
+}
+
+// OAuth configures the gateway as an OAuth 2.1 resource server that
+// accepts JWT access tokens signed by one issuer.
+type OAuth struct {
+	// Issuer is the authorization server's issuer identifier; a token's
+	// iss must equal it. Its keys are found from its metadata (RFC 8414,
+	// then OpenID Connect discovery) unless JWKSURL is set.
+	Issuer string `json:"issuer"`
+	// Resource is the canonical URL of the gateway's MCP endpoint, as
+	// clients reach it (https://mcp.example.com/mcp): the resource of the
+	// protected-resource metadata (RFC 9728).
+	Resource string `json:"resource"`
+	// Audience lists the values a token's aud must contain one of.
+	// Default: Resource.
+	Audience []string `json:"audience,omitempty"`
+	// JWKSURL is where the issuer's signing keys are; empty means the
+	// jwks_uri of the issuer's metadata.
+	JWKSURL string `json:"jwksUrl,omitempty"`
+	// Algorithms are the signature algorithms accepted. Default RS256,
+	// ES256, EdDSA. HMAC and "none" are never accepted.
+	Algorithms []Algorithm `json:"algorithms,omitempty"`
+	// Scopes are required of every token (all of them), and advertised as
+	// scopes_supported. Default none.
+	Scopes []string `json:"scopes,omitempty"`
+	// PrincipalClaim is the claim that names the principal. Default
+	// [DefaultPrincipalClaim].
+	PrincipalClaim string `json:"principalClaim"`
+	// ClockSkew is the tolerance on exp, nbf and iat. Default
+	// [DefaultClockSkew], at most [MaxClockSkew].
+	ClockSkew Duration `json:"clockSkew"`
+	// JWKSRefresh is how old the cached keys may get before they are
+	// fetched again. Default [DefaultJWKSRefresh].
+	JWKSRefresh Duration `json:"jwksRefresh"`
+	// JWKSMinInterval is the least time between two fetches of the keys,
+	// however many tokens with unknown key ids arrive. Default
+	// [DefaultJWKSMinInterval], at most JWKSRefresh.
+	JWKSMinInterval Duration `json:"jwksMinInterval"`
+}
+
+// IsZero reports whether o sets nothing.
+func (o OAuth) IsZero() bool { return reflect.ValueOf(o).IsZero() }
+
+// Algorithm is a JWS signature algorithm.
+type Algorithm string
+
+// The algorithms an OAuth access token may be signed with.
+const (
+	RS256 Algorithm = "RS256"
+	RS384 Algorithm = "RS384"
+	RS512 Algorithm = "RS512"
+	PS256 Algorithm = "PS256"
+	PS384 Algorithm = "PS384"
+	PS512 Algorithm = "PS512"
+	ES256 Algorithm = "ES256"
+	ES384 Algorithm = "ES384"
+	ES512 Algorithm = "ES512"
+	EdDSA Algorithm = "EdDSA"
+)
+
+// algorithms are the Algorithm values, in the order errors list them.
+var algorithms = []Algorithm{RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA}
+
+// defaultAlgorithms are accepted when a file names none.
+func defaultAlgorithms() []Algorithm { return []Algorithm{RS256, ES256, EdDSA} }
 
 // Transport is how the gateway talks to an upstream.
 type Transport string

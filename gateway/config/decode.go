@@ -95,6 +95,10 @@ func allowed(t reflect.Type) []string {
 		vals = []string{string(TransportStdio), string(TransportHTTP), string(TransportSSE), "streamable-http", "streamableHttp"}
 	case reflect.TypeFor[Store]():
 		vals = []string{string(StoreMemory), string(StoreRedis)}
+	case reflect.TypeFor[Algorithm]():
+		for _, a := range algorithms {
+			vals = append(vals, string(a))
+		}
 	case reflect.TypeFor[hints.Effect]():
 		for _, e := range hints.Effects {
 			vals = append(vals, string(e))

@@ -5,7 +5,9 @@
 // MCP clients already have are read as they are: mcpServers JSON as Claude
 // Desktop, Claude Code and Cursor write it, and VS Code's mcp.json, told
 // apart by their content. String values may use ${NAME}, ${env:NAME} and
-// ${NAME:-default}.
+// ${NAME:-default}. The auth section says how clients authenticate
+// (static token hashes, an OAuth issuer); without it [Parse] allows only a
+// loopback listen.http.
 //
 // [Parse] and [Load] return a validated [Config] with every default
 // applied, or [Errors]: every problem in the file, each with the line and

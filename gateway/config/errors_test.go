@@ -26,7 +26,7 @@ var badFiles = []struct {
 	schema schemaVerdict
 }{
 	{"unknown_key.yaml", `3:5: servers.github.tpye: unknown key, did you mean type? (allowed: args, bearerTokenEnv, command, connect, cwd, disclose, env, envFile, exclude, headers, include, overrides, pin, prefix, rules, separator, timeouts, trust, type, url)`, schemaRejects},
-	{"top_unknown.yaml", `4:1: audit: unknown key (allowed: $schema, disclosure, listen, redis, servers)`, schemaRejects},
+	{"top_unknown.yaml", `4:1: audit: unknown key (allowed: $schema, auth, disclosure, listen, redis, servers)`, schemaRejects},
 	{"bad_type.yaml", `3:11: servers.github.type: "htp" is not allowed (allowed: stdio, http, sse)`, schemaRejects},
 	{"stdio_with_url.yaml", `5:10: servers.files.url: not allowed for a stdio server (it is for http and sse servers)`, schemaRejects},
 	{"remote_stdio_fields.yaml", `4:10: servers.api.url: not an http:// or https:// URL with a host
@@ -62,6 +62,20 @@ var badFiles = []struct {
 13:9: servers.github.rules[3]: sets no annotation or hint
 16:19: servers.github.overrides.issue_read: sets no annotation or hint
 18:25: servers.github.overrides.delete_file.hints.effect: "remove" is not allowed (allowed: read, write, external, delete)`, schemaRejects},
+	{"listen_public.yaml", `2:9: listen.http: "0.0.0.0:8080" is not a loopback address, and auth is not set: without authentication the gateway serves only 127.0.0.1, [::1] or localhost; add auth.tokens or auth.oauth`, schemaAccepts},
+	{"auth_empty.yaml", `4:7: auth: sets neither tokens nor oauth: leave auth out to serve without authentication (on a loopback address only)`, schemaRejects},
+	{"auth_tokens.yaml", `7:15: auth.tokens[0].sha256: not a hash: write sha256: and the token's SHA-256 in hex, as preflight token prints it (the token itself never goes in the config)
+8:7: auth.tokens[1].principal: required: the name decisions, approvals and the audit give whoever presents the token
+8:15: auth.tokens[1].sha256: sha256: must be followed by 64 hexadecimal digits
+12:15: auth.tokens[3].sha256: the same token as auth.tokens[2]`, schemaRejects},
+	{"auth_oauth.yaml", `6:5: auth.oauth.resource: required: the canonical URL of this gateway's MCP endpoint as clients reach it, such as https://mcp.example.com/mcp
+6:13: auth.oauth.issuer: not an https:// URL (http:// is allowed only for a loopback host such as 127.0.0.1)
+7:14: auth.oauth.jwksUrl: a URL here holds no user or password
+8:45: auth.oauth.audience[1]: also audience[0]
+9:25: auth.oauth.algorithms[1]: "HS256" is not allowed (allowed: RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA)
+10:27: auth.oauth.scopes[1]: "two words" is not a scope (printable ASCII without spaces, " or \)
+11:16: auth.oauth.clockSkew: 10m is more than 5m: a small tolerance for clocks that drift, not a grace period
+13:22: auth.oauth.jwksMinInterval: 1m is longer than jwksRefresh (10s), which bounds it`, schemaRejects},
 	{"headers.yaml", `6:22: servers.api.headers.Authorization: set by bearerTokenEnv too: keep one
 7:23: servers.api.headers.Mcp-Session-Id: set by the gateway on each request; it cannot be configured
 8:21: servers.api.headers.Content-Type: set by the gateway on each request; it cannot be configured

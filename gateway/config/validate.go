@@ -42,8 +42,13 @@ func (p *parser) validate(c *Config) {
 	if p.dec.set("redis") {
 		p.redis(&c.Redis)
 	}
-	if c.Listen.HTTP != "" && !validAddr(c.Listen.HTTP) {
+	p.auth(&c.Auth)
+	switch {
+	case c.Listen.HTTP == "":
+	case !validAddr(c.Listen.HTTP):
 		p.fail("listen.http", "%s is not host:port (such as 127.0.0.1:8080)", quote(c.Listen.HTTP))
+	case c.Auth.IsZero() && !IsLoopback(c.Listen.HTTP):
+		p.fail("listen.http", "%s is not a loopback address, and auth is not set: without authentication the gateway serves only 127.0.0.1, [::1] or localhost; add auth.tokens or auth.oauth", quote(c.Listen.HTTP))
 	}
 }
 

@@ -21,13 +21,15 @@ var Details = &disclose.Details{
 		"paths":           "Paths are relative to the server's root directory; absolute paths, '..' and symbolic links that leave it are refused.",
 		"content":         "content is required for append and replace and ignored otherwise.",
 		"resolve_first":   "replace and delete are destructive: resolve the call with tools/resolve to learn what it will do before calling.",
-		"read_size_bound": "read returns at most 1 MiB of the file.",
+		"read_size_bound": "read returns a whole file of at most 1 MiB; a larger file is an error.",
 	},
 	ErrorGuidance: map[string]any{
 		"no such file":                       "read of a missing file; delete of a missing file succeeds with 'already absent'.",
 		"path is outside the root directory": "give a path relative to the root, without '..'.",
 		"content is required":                "give content for append and replace.",
 		"permission denied":                  "the server may not touch that file.",
+		"not a regular file":                 "directories, named pipes and devices are refused; give the path of a regular file.",
+		"the file is larger than":            "the file is too large to read whole through this tool.",
 	},
 }
 

@@ -56,7 +56,8 @@ func TestDisclosingServer(t *testing.T) {
 	if tl.Description != "Read, append, replace, or delete file contents" || string(schema) != `{"type":"object"}` {
 		t.Errorf("listed %q %s", tl.Description, schema)
 	}
-	if !preflight.IsResolvable(tl) || tl.Annotations.DestructiveHint == nil || !*tl.Annotations.DestructiveHint {
+	// The minimal listing leaves destructiveHint out: true is the default.
+	if !preflight.IsResolvable(tl) || !preflight.AnnotationsOf(tl.Annotations).DestructiveHint {
 		t.Errorf("resolution marker or worst case lost: %+v", tl)
 	}
 

@@ -6,7 +6,11 @@
 //
 // Every path is confined to the root directory (through [os.Root]): a path
 // that leaves it, by "..", an absolute path or a symbolic link, is refused
-// with a tool error.
+// with a tool error. Only regular files are touched: a directory, a named
+// pipe or a device is refused without blocking. A read returns a whole
+// file of at most [DefaultMaxRead] bytes (see [Options]) or an error that
+// says the file is too large. The call's context is honoured between
+// chunks of a read or write.
 package filetool
 
 import (
@@ -83,9 +87,27 @@ func Tool() *mcp.Tool {
 	}
 }
 
-// Add adds manage_files, working in root, to rs.
-func Add(rs *resolve.Server, root *os.Root) {
-	resolve.AddTool(rs, Tool(), handler(root), Table)
+// DefaultMaxRead is the largest file a read returns, unless
+// [Options.MaxRead] says otherwise.
+const DefaultMaxRead = 1 << 20
+
+// Options configure manage_files. A nil *Options means the defaults.
+type Options struct {
+	// MaxRead bounds the size of a file that read returns; a larger file
+	// is a tool error that says so. Zero means [DefaultMaxRead].
+	MaxRead int64
+}
+
+// Add adds manage_files, working in root, to rs, with the default options.
+func Add(rs *resolve.Server, root *os.Root) { AddWith(rs, root, nil) }
+
+// AddWith adds manage_files, working in root, to rs. opts may be nil.
+func AddWith(rs *resolve.Server, root *os.Root, opts *Options) {
+	t := &tool{root: root, maxRead: DefaultMaxRead}
+	if opts != nil && opts.MaxRead > 0 {
+		t.maxRead = opts.MaxRead
+	}
+	resolve.AddTool(rs, Tool(), t.handle, Table)
 }
 
 // NewServer returns a server named "files" with manage_files on root and
@@ -96,33 +118,50 @@ func NewServer(root *os.Root, opts *resolve.ServerOptions) *mcp.Server {
 	return s
 }
 
-func handler(root *os.Root) mcp.ToolHandlerFor[Args, any] {
-	return func(ctx context.Context, req *mcp.CallToolRequest, a Args) (*mcp.CallToolResult, any, error) {
-		text, err := run(root, a)
-		if err != nil {
-			return nil, nil, err // reported as a tool error (isError)
-		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
-	}
+// tool is manage_files on one root.
+type tool struct {
+	root    *os.Root
+	maxRead int64
 }
 
-func run(root *os.Root, a Args) (string, error) {
+func (t *tool) handle(ctx context.Context, req *mcp.CallToolRequest, a Args) (*mcp.CallToolResult, any, error) {
+	text, err := t.run(ctx, a)
+	if err != nil {
+		return nil, nil, err // reported as a tool error (isError)
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
+}
+
+// chunk is how much is read or written between two looks at the call's
+// context.
+const chunk = 64 << 10
+
+// run performs one action. Only regular files are read, written or
+// deleted: opening a named pipe or a device could block the call for
+// ever, so files are opened without blocking and checked before use. The
+// call's context is checked before the file is touched and between chunks
+// of a read or write.
+func (t *tool) run(ctx context.Context, a Args) (string, error) {
 	if a.Path == "" {
 		return "", errors.New("path is empty: give a file path relative to the root directory")
 	}
 	if !filepath.IsLocal(a.Path) {
 		return "", fmt.Errorf("%s: path is outside the root directory: give a path relative to it, without \"..\"", a.Path)
 	}
+	path := filepath.Clean(a.Path)
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
 	switch a.Action {
 	case "read":
-		f, err := root.Open(a.Path)
+		f, err := t.open(path, os.O_RDONLY)
 		if err != nil {
-			return "", describe(a.Path, err)
+			return "", err
 		}
 		defer f.Close()
-		b, err := io.ReadAll(io.LimitReader(f, 1<<20))
+		b, err := t.read(ctx, path, f)
 		if err != nil {
-			return "", describe(a.Path, err)
+			return "", err
 		}
 		return string(b), nil
 	case "append", "replace":
@@ -133,31 +172,124 @@ func run(root *os.Root, a Args) (string, error) {
 		if a.Action == "replace" {
 			flag = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 		}
-		f, err := root.OpenFile(a.Path, flag, 0o644)
+		f, err := t.open(path, flag)
 		if err != nil {
-			return "", describe(a.Path, err)
+			return "", err
 		}
-		if _, err := f.WriteString(a.Content); err != nil {
+		if err := write(ctx, f, a.Content); err != nil {
 			f.Close()
-			return "", describe(a.Path, err)
+			return "", describe(path, err)
 		}
 		if err := f.Close(); err != nil {
-			return "", describe(a.Path, err)
+			return "", describe(path, err)
 		}
 		verb := map[string]string{"append": "appended", "replace": "replaced"}[a.Action]
-		return fmt.Sprintf("%s %d bytes: %s", verb, len(a.Content), a.Path), nil
+		return fmt.Sprintf("%s %d bytes: %s", verb, len(a.Content), path), nil
 	case "delete":
-		err := root.Remove(a.Path)
+		fi, err := t.root.Stat(path)
 		if errors.Is(err, fs.ErrNotExist) {
-			return "already absent: " + a.Path, nil
+			return "already absent: " + path, nil
 		}
 		if err != nil {
-			return "", describe(a.Path, err)
+			return "", describe(path, err)
 		}
-		return "deleted: " + a.Path, nil
+		if !fi.Mode().IsRegular() {
+			return "", notRegular(path, fi.Mode())
+		}
+		err = t.root.Remove(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return "already absent: " + path, nil
+		}
+		if err != nil {
+			return "", describe(path, err)
+		}
+		return "deleted: " + path, nil
 	}
 	// Unreachable through the SDK, which validates the enum first.
 	return "", fmt.Errorf("unknown action %q (allowed: read, append, replace, delete)", a.Action)
+}
+
+// open opens path without blocking (a named pipe with no writer would
+// block a plain open for ever) and returns it only if it is a regular
+// file.
+func (t *tool) open(path string, flag int) (*os.File, error) {
+	f, err := t.root.OpenFile(path, flag|nonBlocking, 0o644)
+	if err != nil {
+		// A pipe with no reader, a directory opened for writing: say
+		// what is there rather than the system's words.
+		if fi, serr := t.root.Stat(path); serr == nil && !fi.Mode().IsRegular() {
+			return nil, notRegular(path, fi.Mode())
+		}
+		return nil, describe(path, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, describe(path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, notRegular(path, fi.Mode())
+	}
+	return f, nil
+}
+
+// read reads f whole, refusing a file over t.maxRead bytes.
+func (t *tool) read(ctx context.Context, path string, f *os.File) ([]byte, error) {
+	tooBig := func() error {
+		return fmt.Errorf("%s: the file is larger than %d bytes, the most a read returns", path, t.maxRead)
+	}
+	if fi, err := f.Stat(); err == nil && fi.Size() > t.maxRead {
+		return nil, tooBig()
+	}
+	var b []byte
+	buf := make([]byte, min(chunk, t.maxRead+1))
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		n, err := f.Read(buf)
+		b = append(b, buf[:n]...)
+		if int64(len(b)) > t.maxRead {
+			return nil, tooBig() // it grew while being read
+		}
+		if errors.Is(err, io.EOF) {
+			return b, nil
+		}
+		if err != nil {
+			return nil, describe(path, err)
+		}
+	}
+}
+
+// write writes s to f in chunks, stopping when ctx ends.
+func write(ctx context.Context, f *os.File, s string) error {
+	for len(s) > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := min(len(s), chunk)
+		if _, err := f.WriteString(s[:n]); err != nil {
+			return err
+		}
+		s = s[n:]
+	}
+	return nil
+}
+
+func notRegular(path string, mode fs.FileMode) error {
+	what := "not a regular file"
+	switch {
+	case mode.IsDir():
+		what = "a directory, not a file"
+	case mode&fs.ModeNamedPipe != 0:
+		what = "a named pipe, not a regular file"
+	case mode&(fs.ModeDevice|fs.ModeCharDevice) != 0:
+		what = "a device, not a regular file"
+	case mode&fs.ModeSocket != 0:
+		what = "a socket, not a regular file"
+	}
+	return fmt.Errorf("%s: %s: manage_files works on regular files only", path, what)
 }
 
 // describe turns a file error into a message without the server's paths.

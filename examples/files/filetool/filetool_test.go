@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/preflightmcp/preflight"
 	"github.com/preflightmcp/preflight/examples/files/filetool"
+	"github.com/preflightmcp/preflight/resolve"
 	"go.uber.org/goleak"
 )
 
@@ -23,9 +24,15 @@ func session(t *testing.T) (*mcp.ClientSession, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { root.Close() })
+	return connect(t, filetool.NewServer(root, nil)), dir
+}
+
+// connect connects a client to s in memory.
+func connect(t *testing.T, s *mcp.Server) *mcp.ClientSession {
+	t.Helper()
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()
-	ss, err := filetool.NewServer(root, nil).Connect(ctx, st, nil)
+	ss, err := s.Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +42,7 @@ func session(t *testing.T) (*mcp.ClientSession, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
-	return cs, dir
+	return cs
 }
 
 func call(t *testing.T, cs *mcp.ClientSession, args map[string]any) (string, bool) {
@@ -113,5 +120,59 @@ func TestStaticIsTheWorstCase(t *testing.T) {
 	}
 	if s.Hints.Effect != "delete" || !*s.Hints.RequiresConfirmation || *s.Hints.Idempotent {
 		t.Errorf("static hints %+v", s.Hints)
+	}
+}
+
+// TestDirectoryIsRefused: a directory is not a file to read, write or
+// delete.
+func TestDirectoryIsRefused(t *testing.T) {
+	cs, dir := session(t)
+	if err := os.Mkdir(filepath.Join(dir, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, action := range filetool.Actions {
+		text, isErr := call(t, cs, map[string]any{"path": "d", "action": action, "content": "x"})
+		if !isErr || text != "d: a directory, not a file: manage_files works on regular files only" {
+			t.Errorf("%s: %q (isError %v)", action, text, isErr)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "d")); err != nil || !fi.IsDir() {
+		t.Errorf("the directory was changed: %v %v", fi, err)
+	}
+}
+
+// TestReadIsBounded: a file over the read limit is refused with a message
+// that says so, never silently cut; a file at the limit is read whole.
+func TestReadIsBounded(t *testing.T) {
+	cs, dir := session(t)
+	big := strings.Repeat("a", filetool.DefaultMaxRead+1)
+	if err := os.WriteFile(filepath.Join(dir, "big.txt"), []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text, isErr := call(t, cs, map[string]any{"path": "big.txt", "action": "read"})
+	if want := "big.txt: the file is larger than 1048576 bytes, the most a read returns"; !isErr || text != want {
+		t.Errorf("read of %d bytes: %.80q (isError %v), want %q", len(big), text, isErr, want)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "big.txt"), []byte(big[1:]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if text, isErr := call(t, cs, map[string]any{"path": "big.txt", "action": "read"}); isErr || text != big[1:] {
+		t.Errorf("read of exactly the limit: %d bytes (isError %v), want %d", len(text), isErr, len(big)-1)
+	}
+
+	// A configured limit.
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	s := mcp.NewServer(&mcp.Implementation{Name: "files", Version: "v0"}, nil)
+	filetool.AddWith(resolve.NewServer(s, nil), root, &filetool.Options{MaxRead: 4})
+	cs2 := connect(t, s)
+	if err := os.WriteFile(filepath.Join(dir, "five.txt"), []byte("12345"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if text, isErr := call(t, cs2, map[string]any{"path": "five.txt", "action": "read"}); !isErr || !strings.Contains(text, "larger than 4 bytes") {
+		t.Errorf("read over a limit of 4: %q (isError %v)", text, isErr)
 	}
 }

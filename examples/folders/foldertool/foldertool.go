@@ -15,7 +15,10 @@
 // non-empty one is and does. Resolution only
 // reads the folder; it never runs the resolvers that ask.
 //
-// Every path is confined to the root directory.
+// Every path names a folder inside the root directory, never the root
+// itself: a path is cleaned first, and one that is empty, absolute, leaves
+// the root ("..") or cleans to the root ("x/..", "./x/..") is refused with
+// a tool error before anything is asked or touched.
 package foldertool
 
 //lint:file-ignore SA1019 describe_folder demonstrates sampling, deprecated by protocol 2026-07-28 (SEP-2577) and still offered by clients during the deprecation window.
@@ -97,7 +100,7 @@ func Add(s *mcp.Server, rs *resolve.Server, inj *inject.Injector, root *os.Root)
 		Description: "Rename a folder; asks the user for the new name, then to confirm.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: hints.Bool(false), OpenWorldHint: hints.Bool(false)},
 		Meta:        hints.Hints{Effect: hints.EffectWrite, RequiresConfirmation: hints.Bool(true), Idempotent: hints.Bool(false)}.Write(nil),
-	}, renameFolder(root), askNewName, confirmRename)
+	}, renameFolder(root), askNewName(root), confirmRename)
 
 	inject.AddTool(s, inj, &mcp.Tool{
 		Name:        "describe_folder",
@@ -106,17 +109,41 @@ func Add(s *mcp.Server, rs *resolve.Server, inj *inject.Injector, root *os.Root)
 	}, describeFolder, summarise(root))
 }
 
-// listing returns the names in the folder at path, directories with a
-// trailing slash.
-func listing(root *os.Root, path string) ([]string, error) {
-	if !filepath.IsLocal(path) {
-		return nil, fmt.Errorf("%s: path is outside the root directory: give a path relative to it, without \"..\"", path)
+// folderPath cleans p and returns it if it names a folder inside the root:
+// not empty, not absolute, not leaving the root, and not the root itself.
+// Every tool and resolver calls it before it asks or touches anything.
+func folderPath(p string) (string, error) {
+	if p == "" {
+		return "", errors.New("path is empty: give a folder path relative to the root directory")
 	}
-	f, err := root.Open(path)
+	if filepath.IsAbs(p) || strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`) {
+		return "", fmt.Errorf("%s: path is absolute: give a folder path relative to the root directory", p)
+	}
+	c := filepath.Clean(p)
+	if c == "." {
+		return "", fmt.Errorf("%s: path is the root directory itself: give a folder inside it", p)
+	}
+	if !filepath.IsLocal(c) {
+		return "", fmt.Errorf("%s: path is outside the root directory: give a path relative to it, without \"..\"", p)
+	}
+	return c, nil
+}
+
+// listing returns the names in the folder at path (a [folderPath]),
+// directories with a trailing slash.
+// The folder is opened without blocking, so that a named pipe in its
+// place is refused instead of holding the call for ever.
+func listing(root *os.Root, path string) ([]string, error) {
+	f, err := root.OpenFile(path, os.O_RDONLY|nonBlocking, 0)
 	if err != nil {
 		return nil, describe(path, err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, describe(path, err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("%s: not a folder", path)
+	}
 	entries, err := f.ReadDir(-1)
 	if err != nil {
 		return nil, describe(path, err)
@@ -158,14 +185,18 @@ func confirmDelete(root *os.Root) *inject.Resolver {
 	return inject.NewResolver("confirm_delete", func(ctx context.Context, in struct {
 		Path string `arg:"path"`
 	}) (inject.Elicited[ConfirmDelete], error) {
-		names, err := listing(root, in.Path)
+		path, err := folderPath(in.Path)
+		if err != nil {
+			return inject.Elicited[ConfirmDelete]{}, err
+		}
+		names, err := listing(root, path)
 		if err != nil {
 			return inject.Elicited[ConfirmDelete]{}, err
 		}
 		if len(names) == 0 {
 			return inject.Elicited[ConfirmDelete]{Action: inject.Accept, Data: ConfirmDelete{Delete: true}}, nil
 		}
-		return inject.Elicit[ConfirmDelete](ctx, fmt.Sprintf("Delete %s and the %d entries in it (%s)?", in.Path, len(names), preview(names)))
+		return inject.Elicit[ConfirmDelete](ctx, fmt.Sprintf("Delete %s and the %d entries in it (%s)?", path, len(names), preview(names)))
 	})
 }
 
@@ -178,21 +209,24 @@ func preview(names []string) string {
 
 func deleteFolder(root *os.Root) inject.ToolHandler[deleteArgs] {
 	return func(_ context.Context, _ *inject.Request, in deleteArgs) (*mcp.CallToolResult, error) {
+		// The resolver refused such a path before asking; check again
+		// here, right before the one call that can remove a tree.
+		path, err := folderPath(in.Path)
+		if err != nil {
+			return nil, err
+		}
 		switch {
 		case in.Confirm.Action == inject.Decline:
-			return text(fmt.Sprintf("declined: %s was not deleted", in.Path)), nil
+			return text(fmt.Sprintf("declined: %s was not deleted", path)), nil
 		case in.Confirm.Action == inject.Cancel:
-			return text(fmt.Sprintf("cancelled: %s was not deleted", in.Path)), nil
+			return text(fmt.Sprintf("cancelled: %s was not deleted", path)), nil
 		case !in.Confirm.Data.Delete:
-			return text(fmt.Sprintf("kept: you chose not to delete %s", in.Path)), nil
+			return text(fmt.Sprintf("kept: you chose not to delete %s", path)), nil
 		}
-		if in.Path == "." {
-			return nil, errors.New("refusing to delete the root directory itself")
+		if err := root.RemoveAll(path); err != nil {
+			return nil, describe(path, err)
 		}
-		if err := root.RemoveAll(in.Path); err != nil {
-			return nil, describe(in.Path, err)
-		}
-		return text("deleted: " + in.Path), nil
+		return text("deleted: " + path), nil
 	}
 }
 
@@ -200,8 +234,12 @@ func deleteFolder(root *os.Root) inject.ToolHandler[deleteArgs] {
 // folder, never asks.
 func resolveDelete(root *os.Root) resolve.Resolver {
 	return resolve.ResolverFunc(func(_ context.Context, c *resolve.Call) (resolve.Resolution, error) {
-		path, _ := c.Arguments["path"].(string)
-		names, err := listing(root, path)
+		arg, _ := c.Arguments["path"].(string)
+		path, err := folderPath(arg)
+		var names []string
+		if err == nil {
+			names, err = listing(root, path)
+		}
 		r := resolve.Resolution{
 			Annotations: preflight.Annotations{DestructiveHint: true, IdempotentHint: true},
 			Hints:       hints.Hints{Effect: hints.EffectDelete, Idempotent: hints.Bool(true), RequiresConfirmation: hints.Bool(true)},
@@ -217,11 +255,41 @@ func resolveDelete(root *os.Root) resolve.Resolver {
 	})
 }
 
-var askNewName = inject.NewResolver("new_name", func(ctx context.Context, in struct {
-	Path string `arg:"path"`
-}) (inject.Elicited[NewName], error) {
-	return inject.Elicit[NewName](ctx, fmt.Sprintf("New name for %s?", in.Path))
-})
+// askNewName asks for the new name of an existing folder.
+func askNewName(root *os.Root) *inject.Resolver {
+	return inject.NewResolver("new_name", func(ctx context.Context, in struct {
+		Path string `arg:"path"`
+	}) (inject.Elicited[NewName], error) {
+		path, err := folderPath(in.Path)
+		if err != nil {
+			return inject.Elicited[NewName]{}, err
+		}
+		if err := isFolder(root, path); err != nil {
+			return inject.Elicited[NewName]{}, err
+		}
+		return inject.Elicit[NewName](ctx, fmt.Sprintf("New name for %s?", path))
+	})
+}
+
+// isFolder returns nil if path (a [folderPath]) is a folder in root.
+func isFolder(root *os.Root, path string) error {
+	fi, err := root.Lstat(path)
+	if err != nil {
+		return describe(path, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s: not a folder", path)
+	}
+	return nil
+}
+
+// checkName returns an error if name cannot be a folder's new name.
+func checkName(name string) error {
+	if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
+		return fmt.Errorf("%q is not a folder name: give a name without slashes", name)
+	}
+	return nil
+}
 
 // confirmRename is the second question of the chain: it names the answer
 // to the first.
@@ -229,7 +297,14 @@ var confirmRename = inject.NewResolver("confirm_rename", func(ctx context.Contex
 	Path    string  `arg:"path"`
 	NewName NewName `inject:"new_name"`
 }) (bool, error) {
-	ans, err := inject.Elicit[ConfirmRename](ctx, fmt.Sprintf("Rename %s to %s?", in.Path, in.NewName.Name))
+	path, err := folderPath(in.Path)
+	if err != nil {
+		return false, err
+	}
+	if err := checkName(in.NewName.Name); err != nil {
+		return false, err
+	}
+	ans, err := inject.Elicit[ConfirmRename](ctx, fmt.Sprintf("Rename %s to %s?", path, in.NewName.Name))
 	if err != nil {
 		return false, err
 	}
@@ -238,18 +313,22 @@ var confirmRename = inject.NewResolver("confirm_rename", func(ctx context.Contex
 
 func renameFolder(root *os.Root) inject.ToolHandler[renameArgs] {
 	return func(_ context.Context, _ *inject.Request, in renameArgs) (*mcp.CallToolResult, error) {
+		path, err := folderPath(in.Path)
+		if err != nil {
+			return nil, err
+		}
 		if !in.Go {
-			return text(fmt.Sprintf("kept: %s was not renamed", in.Path)), nil
+			return text(fmt.Sprintf("kept: %s was not renamed", path)), nil
 		}
 		name := in.NewName.Name
-		if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
-			return nil, fmt.Errorf("%q is not a folder name: give a name without slashes", name)
+		if err := checkName(name); err != nil {
+			return nil, err
 		}
-		to := filepath.Join(filepath.Dir(in.Path), name)
-		if err := root.Rename(in.Path, to); err != nil {
-			return nil, describe(in.Path, err)
+		to := filepath.Join(filepath.Dir(path), name)
+		if err := root.Rename(path, to); err != nil {
+			return nil, describe(path, err)
 		}
-		return text(fmt.Sprintf("renamed: %s -> %s", in.Path, to)), nil
+		return text(fmt.Sprintf("renamed: %s -> %s", path, to)), nil
 	}
 }
 
@@ -257,7 +336,11 @@ func summarise(root *os.Root) *inject.Resolver {
 	return inject.NewResolver("summary", func(ctx context.Context, in struct {
 		Path string `arg:"path"`
 	}) (string, error) {
-		names, err := listing(root, in.Path)
+		path, err := folderPath(in.Path)
+		if err != nil {
+			return "", err
+		}
+		names, err := listing(root, path)
 		if err != nil {
 			return "", err
 		}
@@ -265,7 +348,7 @@ func summarise(root *os.Root) *inject.Resolver {
 			MaxTokens:    100,
 			SystemPrompt: "You describe folders in one short sentence.",
 			Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{
-				Text: fmt.Sprintf("Describe the folder %s, which holds: %s", in.Path, strings.Join(names, ", ")),
+				Text: fmt.Sprintf("Describe the folder %s, which holds: %s", path, strings.Join(names, ", ")),
 			}}},
 		})
 		if err != nil {

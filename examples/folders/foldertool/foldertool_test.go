@@ -5,11 +5,13 @@ package foldertool_test
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -231,5 +233,133 @@ func TestDescribeSamples(t *testing.T) {
 	r := wiretest.Stateless(hs.URL, formCaps).Call(t, "tools/call", map[string]any{"name": "describe_folder", "arguments": map[string]any{"path": "full"}})
 	if r.Error == nil || r.Error.Code != -32021 || !strings.Contains(string(r.Error.Data), `"sampling":{}`) {
 		t.Errorf("no sampling capability: %s", r.Raw)
+	}
+}
+
+// snapshot is every path under dir with its file content ("/" for a
+// folder).
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() {
+			m[rel] = "/"
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		m[rel] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// rootPaths name the root itself, or leave it, however they are spelt.
+func rootPaths(dir string) []string {
+	return []string{"full/..", "full/../", "./full/..", "full/sub/../..", ".", "./", "", "..", "../x", "/", dir, filepath.Join(dir, "full")}
+}
+
+var (
+	askCaps   = map[string]any{"elicitation": map[string]any{"form": map[string]any{}}, "sampling": map[string]any{}}
+	rootTools = []string{"delete_folder", "rename_folder", "describe_folder"}
+)
+
+// TestRootIsNeverTouched: a path that names the root (x/.., ./x/..,
+// x/y/../.., ., "") or leaves it (.., absolute) is refused by every tool
+// with a tool error before any question is asked, and the root and its
+// contents stay as they were. The legacy client here accepts every
+// question: before paths were cleaned, delete_folder {"path":"full/.."}
+// asked to delete the root's entries and, accepted, emptied the root.
+func TestRootIsNeverTouched(t *testing.T) {
+	t.Run("2026-07-28", func(t *testing.T) {
+		dir, hs := tree(t)
+		before := snapshot(t, dir)
+		p := wiretest.Stateless(hs.URL, askCaps)
+		for _, tool := range rootTools {
+			for _, path := range rootPaths(dir) {
+				r := p.Call(t, "tools/call", map[string]any{"name": tool, "arguments": map[string]any{"path": path}})
+				if r.Error != nil || r.Result["resultType"] == "input_required" || r.Result["isError"] != true {
+					t.Errorf("%s %q: want a tool error and no question, got %s", tool, path, r.Raw)
+				}
+			}
+		}
+		if after := snapshot(t, dir); !reflect.DeepEqual(after, before) {
+			t.Errorf("the root changed:\n before %v\n after  %v", before, after)
+		}
+	})
+	t.Run("2025-11-25", func(t *testing.T) {
+		dir, hs := tree(t)
+		before := snapshot(t, dir)
+		var asked atomic.Int32
+		c := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{
+			ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				asked.Add(1)
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"delete": true, "name": "moved", "rename": true}}, nil
+			},
+			CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+				asked.Add(1)
+				return &mcp.CreateMessageResult{Role: "assistant", Model: "test", Content: &mcp.TextContent{Text: "a folder"}}, nil
+			},
+		})
+		cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: hs.URL}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		for _, tool := range rootTools {
+			for _, path := range rootPaths(dir) {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"path": path}})
+				if err != nil {
+					t.Fatalf("%s %q: %v", tool, path, err)
+				}
+				if !res.IsError {
+					t.Errorf("%s %q: want a tool error, got %q", tool, path, res.Content[0].(*mcp.TextContent).Text)
+				}
+				if n := asked.Swap(0); n != 0 {
+					t.Errorf("%s %q: %d questions asked, want none", tool, path, n)
+				}
+			}
+		}
+		if after := snapshot(t, dir); !reflect.DeepEqual(after, before) {
+			t.Errorf("the root changed:\n before %v\n after  %v", before, after)
+		}
+	})
+}
+
+// TestRefusalsSayWhy: the refusals name the path and what is wrong with
+// it.
+func TestRefusalsSayWhy(t *testing.T) {
+	dir, hs := tree(t)
+	p := wiretest.Stateless(hs.URL, askCaps)
+	for path, want := range map[string]string{
+		"full/..": `full/..: path is the root directory itself: give a folder inside it`,
+		"":        `path is empty: give a folder path relative to the root directory`,
+		"../x":    `../x: path is outside the root directory: give a path relative to it, without ".."`,
+		dir:       dir + `: path is absolute: give a folder path relative to the root directory`,
+		"nope":    `nope: no such folder`,
+	} {
+		for _, tool := range rootTools {
+			r := p.Call(t, "tools/call", map[string]any{"name": tool, "arguments": map[string]any{"path": path}})
+			if got := resultText(t, r); !strings.HasSuffix(got, want) {
+				t.Errorf("%s %q: %q, want it to end in %q", tool, path, got, want)
+			}
+		}
+	}
+}
+
+// TestPathsAreCleaned: a path that cleans to a folder inside the root
+// works on that folder, under its clean name.
+func TestPathsAreCleaned(t *testing.T) {
+	dir, hs := tree(t)
+	p := wiretest.Stateless(hs.URL, nil)
+	r := p.Call(t, "tools/call", map[string]any{"name": "delete_folder", "arguments": map[string]any{"path": "./full/../empty/"}})
+	if got := resultText(t, r); got != "deleted: empty" || exists(dir, "empty") || !exists(dir, "full/a.txt") {
+		t.Errorf("got %q; empty exists %v, full/a.txt exists %v", got, exists(dir, "empty"), exists(dir, "full/a.txt"))
 	}
 }

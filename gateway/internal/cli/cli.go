@@ -98,6 +98,8 @@ var commands = []commandInfo{
 	{"lint", "check a server's or a catalog's tool metadata and tool resolution, for CI", func() command { return &lintCmd{} }},
 	{"docs", "write safety tables (Markdown, HTML or JSON) of a server's or a catalog's tools", func() command { return &docsCmd{} }},
 	{"tokens", "count the tokens of a tool catalog today and with progressive disclosure", func() command { return &tokensCmd{} }},
+	{"audit", "query and export the gateway's audit log (SQLite or PostgreSQL), by time, principal, effect, decision", func() command { return &auditCmd{} }},
+	{"token", "make a bearer token for a client of the gateway, and the config entry that accepts it", func() command { return &tokenCmd{} }},
 	{"pins", "list, show and approve the gateway's pinned tool definitions", func() command { return &pinsCmd{} }},
 }
 
@@ -223,7 +225,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		out = &file
 	}
 	mode := textOutput
-	if cm.format == "json" || cm.format == "sarif" {
+	if cm.format == "json" || cm.format == "jsonl" || cm.format == "sarif" {
 		mode = jsonOutput
 	}
 	outw := newTermWriter(out, mode)

@@ -1,0 +1,277 @@
+package approval
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Bounds of a preview; Options may lower or raise the first two.
+const (
+	// DefaultPreviewArgs is how many arguments a preview shows.
+	DefaultPreviewArgs = 16
+	// DefaultPreviewValue is how many bytes of each value it shows.
+	DefaultPreviewValue = 256
+	// maxNameBytes bounds an argument name and an approver's name.
+	maxNameBytes = 128
+	// maxReasonBytes bounds a reason.
+	maxReasonBytes = 512
+)
+
+// credentialWords mark argument names whose values are never shown: a
+// name containing one (ignoring case, "-", "_" and spaces) is withheld,
+// as the audit log withholds them.
+var credentialWords = []string{"password", "passwd", "passphrase", "secret", "token", "apikey", "authorization",
+	"credential", "cookie", "privatekey", "accesskey", "clientsecret", "sessionkey"}
+
+// sensitiveName reports whether the value of an argument called name is
+// withheld.
+func sensitiveName(name string, listed []string) bool {
+	if slices.Contains(listed, name) {
+		return true
+	}
+	folded := strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r == ' ' {
+			return -1
+		}
+		return unicode.ToLower(r)
+	}, name)
+	if folded == "otp" {
+		return true
+	}
+	for _, w := range credentialWords {
+		if strings.Contains(folded, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// member is one top-level argument in the order the client sent it.
+type member struct {
+	name string
+	raw  json.RawMessage
+}
+
+// Preview returns the arguments as an approver sees them: the arguments
+// named in matter first (in that order), then the others as sent, at most
+// maxArgs of them (the number left out is returned), each value cut to
+// maxValue bytes. Values of arguments named in sensitive, or whose names
+// look like credentials, are withheld. Duplicate names are shown as
+// often as they were sent. Arguments that are not a JSON object are shown
+// as one entry named "(arguments)"; invalid JSON is an error.
+func Preview(args json.RawMessage, matter, sensitive []string, maxArgs, maxValue int) ([]Arg, int, error) {
+	if maxArgs <= 0 {
+		maxArgs = DefaultPreviewArgs
+	}
+	if maxValue <= 0 {
+		maxValue = DefaultPreviewValue
+	}
+	args = bytes.TrimSpace(args)
+	if len(args) == 0 || string(args) == "null" {
+		return nil, 0, nil
+	}
+	members, err := topLevel(args)
+	if err != nil {
+		return nil, 0, err
+	}
+	if members == nil { // not an object
+		v, clipped := showValue(args, sensitive, maxValue)
+		return []Arg{{Name: "(arguments)", Value: v, Clipped: clipped}}, 0, nil
+	}
+	ordered := make([]member, 0, len(members))
+	for _, m := range matter {
+		for _, a := range members {
+			if a.name == m {
+				ordered = append(ordered, a)
+			}
+		}
+	}
+	for _, a := range members {
+		if !slices.Contains(matter, a.name) {
+			ordered = append(ordered, a)
+		}
+	}
+	omitted := 0
+	if len(ordered) > maxArgs {
+		omitted = len(ordered) - maxArgs
+		ordered = ordered[:maxArgs]
+	}
+	out := make([]Arg, 0, len(ordered))
+	for _, a := range ordered {
+		name, _ := clean(a.name, maxNameBytes)
+		if sensitiveName(a.name, sensitive) {
+			out = append(out, Arg{Name: name, Withheld: true})
+			continue
+		}
+		v, clipped := showValue(a.raw, sensitive, maxValue)
+		out = append(out, Arg{Name: name, Value: v, Clipped: clipped})
+	}
+	return out, omitted, nil
+}
+
+// topLevel returns the members of a JSON object in order, duplicates
+// kept, or nil if data is another JSON value.
+func topLevel(data []byte) ([]member, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, fmt.Errorf("arguments: invalid JSON: %w", err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		if !json.Valid(data) {
+			return nil, fmt.Errorf("arguments: invalid JSON")
+		}
+		return nil, nil
+	}
+	members := []member{}
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("arguments: invalid JSON: %w", err)
+		}
+		k, _ := kt.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, fmt.Errorf("arguments: invalid JSON: %w", err)
+		}
+		members = append(members, member{name: k, raw: raw})
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, fmt.Errorf("arguments: invalid JSON: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("arguments: invalid JSON: data after the object")
+	}
+	return members, nil
+}
+
+// Withheld stands for a sensitive value inside a previewed value.
+const Withheld = "[withheld]"
+
+// showValue renders a JSON value for a person: a string as its text,
+// anything else as compact JSON with the values of sensitive names
+// withheld at any depth; cleaned and cut to max bytes.
+func showValue(raw json.RawMessage, sensitive []string, max int) (string, bool) {
+	var s string
+	if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
+		return clean(s, max)
+	}
+	return clean(compactWithheld(raw, sensitive, max), max)
+}
+
+// frame is an open object or array in compactWithheld.
+type frame struct {
+	object bool
+	n      int  // members or elements written
+	key    bool // in an object: the next string is a key
+}
+
+// compactWithheld writes raw (valid JSON) compactly, keys in their order,
+// the value of each sensitive key replaced by Withheld; it stops soon
+// after max bytes.
+func compactWithheld(raw []byte, sensitive []string, max int) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	writeString := func(s string) {
+		_ = enc.Encode(s) // a string always encodes
+		b.Truncate(b.Len() - 1)
+	}
+	var stack []frame
+	for b.Len() <= max {
+		tok, err := dec.Token()
+		if err != nil {
+			break // io.EOF: the end (raw is valid JSON)
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			b.WriteByte(byte(d))
+			continue
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = &stack[len(stack)-1]
+		}
+		if top != nil && top.object && top.key {
+			k, _ := tok.(string)
+			if top.n > 0 {
+				b.WriteByte(',')
+			}
+			writeString(k)
+			b.WriteByte(':')
+			top.n++
+			if sensitiveName(k, sensitive) {
+				var skip json.RawMessage
+				if dec.Decode(&skip) != nil {
+					break
+				}
+				writeString(Withheld)
+				continue
+			}
+			top.key = false
+			continue
+		}
+		if top != nil {
+			if !top.object && top.n > 0 {
+				b.WriteByte(',')
+			}
+			if top.object {
+				top.key = true
+			} else {
+				top.n++
+			}
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			stack = append(stack, frame{object: v == '{', key: true})
+			b.WriteByte(byte(v))
+		case string:
+			writeString(v)
+		case json.Number:
+			b.WriteString(string(v))
+		case bool:
+			fmt.Fprint(&b, v)
+		case nil:
+			b.WriteString("null")
+		}
+	}
+	return b.String()
+}
+
+// clean escapes what could mislead a person reading s (control
+// characters, bidirectional and invisible format characters, invalid
+// UTF-8) as \uXXXX and cuts the result to max bytes on a character
+// boundary; it reports whether it cut.
+func clean(s string, max int) (string, bool) {
+	var b strings.Builder
+	for i, r := range s {
+		if b.Len() > max {
+			break
+		}
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			b.WriteString(`\ufffd`)
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029':
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	out := b.String()
+	if len(out) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(out[cut]) {
+			cut--
+		}
+		return out[:cut], true
+	}
+	return out, false
+}

@@ -1,0 +1,54 @@
+package audit
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// FuzzRecordedArgs: whatever a client sends as arguments, what is recorded
+// is absent or valid JSON, within the bound (or a short note), and holds no
+// value under a credential's name.
+func FuzzRecordedArgs(f *testing.F) {
+	for _, s := range []string{`{"path":"a"}`, `{"password":"p","x":{"token":"t"}}`, `[{"secret":1}]`, `"s"`, `1e400`,
+		`{"a":1}{"b":2}`, `{"a":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`, "\xff", ``} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		const max = 4096
+		out := recordedArgs(raw, []string{"ssn"}, max)
+		if out == nil {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("recorded %q: not JSON", out)
+		}
+		if len(out) > 2*max+100 {
+			t.Fatalf("recorded %d bytes from %d", len(out), len(raw))
+		}
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(out))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		var walk func(any)
+		walk = func(v any) {
+			switch v := v.(type) {
+			case map[string]any:
+				for k, e := range v {
+					if sensitiveName(k, []string{"ssn"}) && e != Withheld {
+						t.Fatalf("%q recorded under %q", e, k)
+					}
+					walk(e)
+				}
+			case []any:
+				for _, e := range v {
+					walk(e)
+				}
+			}
+		}
+		walk(v)
+	})
+}

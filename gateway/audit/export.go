@@ -1,0 +1,270 @@
+package audit
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"iter"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/preflightmcp/preflight/hints"
+)
+
+// jsonRecord is a Record in JSON Lines: stable names, times in RFC 3339
+// (UTC, microseconds), the latency in microseconds.
+type jsonRecord struct {
+	ID          int64           `json:"id"`
+	Time        string          `json:"time"`
+	Principal   string          `json:"principal"`
+	Server      string          `json:"server"`
+	Tool        string          `json:"tool"`
+	Effect      hints.Effect    `json:"effect"`
+	Destructive bool            `json:"destructive"`
+	Decision    Decision        `json:"decision"`
+	Reason      string          `json:"reason,omitempty"`
+	Approver    string          `json:"approver,omitempty"`
+	DryRun      bool            `json:"dryRun,omitempty"`
+	Level       Level           `json:"level"`
+	ArgsDigest  string          `json:"argsDigest"`
+	Args        json.RawMessage `json:"args,omitempty"`
+	Outcome     Outcome         `json:"outcome"`
+	Ended       string          `json:"ended,omitempty"`
+	LatencyUS   int64           `json:"latencyUs"`
+	Retries     int             `json:"retries,omitempty"`
+	Redactions  map[string]int  `json:"redactions,omitempty"`
+	Error       string          `json:"error,omitempty"`
+}
+
+const timeLayout = "2006-01-02T15:04:05.000000Z07:00"
+
+// MarshalJSON encodes r as a line of the JSON Lines export.
+func (r *Record) MarshalJSON() ([]byte, error) {
+	j := jsonRecord{
+		ID: r.ID, Time: r.Time.UTC().Format(timeLayout), Principal: r.Principal, Server: r.Server, Tool: r.Tool,
+		Effect: r.Effect, Destructive: r.Destructive, Decision: r.Decision, Reason: r.Reason, Approver: r.Approver,
+		DryRun: r.DryRun, Level: r.Level, ArgsDigest: r.ArgsDigest, Args: r.Args, Outcome: r.Outcome,
+		LatencyUS: r.Latency.Microseconds(), Retries: r.Retries, Redactions: r.Redactions, Error: r.Error,
+	}
+	if !r.Ended.IsZero() {
+		j.Ended = r.Ended.UTC().Format(timeLayout)
+	}
+	if len(j.Args) > 0 && !json.Valid(j.Args) {
+		j.Args = note("[omitted: not valid JSON]")
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON decodes a line of the JSON Lines export.
+func (r *Record) UnmarshalJSON(b []byte) error {
+	var j jsonRecord
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	t, err := time.Parse(time.RFC3339Nano, j.Time)
+	if err != nil {
+		return fmt.Errorf("audit record time: %w", err)
+	}
+	var ended time.Time
+	if j.Ended != "" {
+		if ended, err = time.Parse(time.RFC3339Nano, j.Ended); err != nil {
+			return fmt.Errorf("audit record ended: %w", err)
+		}
+	}
+	*r = Record{
+		ID: j.ID, Time: t.UTC(), Principal: j.Principal, Server: j.Server, Tool: j.Tool, Effect: j.Effect,
+		Destructive: j.Destructive, Decision: j.Decision, Reason: j.Reason, Approver: j.Approver, DryRun: j.DryRun,
+		Level: j.Level, ArgsDigest: j.ArgsDigest, Args: j.Args, Outcome: j.Outcome, Ended: ended.UTC(),
+		Latency: time.Duration(j.LatencyUS) * time.Microsecond, Retries: j.Retries, Redactions: j.Redactions, Error: j.Error,
+	}
+	if ended.IsZero() {
+		r.Ended = time.Time{}
+	}
+	return nil
+}
+
+// WriteJSONL writes the records as JSON Lines, one object per line, and
+// returns how many it wrote; it stops at the first error of records or w.
+func WriteJSONL(w io.Writer, records iter.Seq2[*Record, error]) (int, error) {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	n := 0
+	for r, err := range records {
+		if err != nil {
+			_ = bw.Flush()
+			return n, err
+		}
+		if err := enc.Encode(r); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, bw.Flush()
+}
+
+// WriteText writes the records for a person, one line each:
+//
+//	TIME ID PRINCIPAL SERVER/TOOL EFFECT DECISION OUTCOME LATENCY [details]
+//
+// with the approver, retries, redactions, reason and error as key=value
+// details. Every text that came from a client or a server is stripped of
+// control characters, escape sequences and bidirectional overrides.
+func WriteText(w io.Writer, records iter.Seq2[*Record, error]) (int, error) {
+	bw := bufio.NewWriter(w)
+	n := 0
+	for r, err := range records {
+		if err != nil {
+			_ = bw.Flush()
+			return n, err
+		}
+		bw.WriteString(textLine(r))
+		bw.WriteByte('\n')
+		n++
+	}
+	return n, bw.Flush()
+}
+
+func textLine(r *Record) string {
+	principal := r.Principal
+	if principal == "" {
+		principal = "-"
+	}
+	effect := string(r.Effect)
+	if effect == "" {
+		effect = "-"
+	}
+	if r.Destructive {
+		effect += "!"
+	}
+	decision := string(r.Decision)
+	if r.DryRun {
+		decision += "(dry-run)"
+	}
+	latency := "-"
+	if !r.Ended.IsZero() {
+		latency = r.Latency.String()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %6d %-12s %-32s %-9s %-8s %-14s %s",
+		r.Time.UTC().Format(timeLayout), r.ID, Sanitize(principal), Sanitize(r.Server+"/"+r.Tool),
+		Sanitize(effect), Sanitize(decision), Sanitize(string(r.Outcome)), latency)
+	if r.Approver != "" {
+		fmt.Fprintf(&b, " approver=%s", quoteText(r.Approver))
+	}
+	if r.Retries > 0 {
+		fmt.Fprintf(&b, " retries=%d", r.Retries)
+	}
+	if len(r.Redactions) > 0 {
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(r.Redactions)) {
+			parts = append(parts, Sanitize(k)+":"+strconv.Itoa(r.Redactions[k]))
+		}
+		fmt.Fprintf(&b, " redacted=%s", strings.Join(parts, ","))
+	}
+	if r.Reason != "" {
+		fmt.Fprintf(&b, " reason=%s", quoteText(r.Reason))
+	}
+	if r.Error != "" {
+		fmt.Fprintf(&b, " error=%s", quoteText(r.Error))
+	}
+	return b.String()
+}
+
+// quoteText returns s sanitized, on one line, in double quotes when it has
+// spaces or quotes.
+func quoteText(s string) string {
+	s = strings.Join(strings.Fields(Sanitize(s)), " ")
+	if strings.ContainsAny(s, " \"") || s == "" {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// Sanitize returns s safe to print on a terminal: escape sequences are
+// removed whole, other control characters (C0 but tab and newline, DEL,
+// C1), Unicode bidirectional controls and invalid UTF-8 are removed or
+// replaced, so that text from a client or a server cannot move the
+// cursor, recolour or reorder what is printed.
+func Sanitize(s string) string {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 && c != '\t' && c != '\n' || c >= 0x7f {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if s[i] == 0x1b {
+			i = skipEscape(s, i)
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			b.WriteRune(utf8.RuneError)
+		case r == '\t', r == '\n':
+			b.WriteRune(r)
+		case r == '\r', r == '\v', r == '\f', r == '\u2028', r == '\u2029':
+			b.WriteByte(' ')
+		case r < 0x20, r >= 0x7f && r < 0xa0, isBidi(r), r == '\ufeff':
+		default:
+			b.WriteRune(r)
+		}
+		i += n
+	}
+	return b.String()
+}
+
+func isBidi(r rune) bool {
+	return unicode.Is(unicode.Bidi_Control, r)
+}
+
+// skipEscape returns the index after the escape sequence at s[i] (ESC).
+func skipEscape(s string, i int) int {
+	i++ // ESC
+	if i >= len(s) {
+		return i
+	}
+	switch s[i] {
+	case '[': // CSI: parameters and intermediates, then a final byte
+		i++
+		for i < len(s) && s[i] >= 0x20 && s[i] <= 0x3f {
+			i++
+		}
+		if i < len(s) && s[i] >= 0x40 && s[i] <= 0x7e {
+			i++
+		}
+		return i
+	case ']', 'P', 'X', '^', '_': // OSC, DCS, SOS, PM, APC: up to BEL or ST
+		i++
+		for i < len(s) {
+			if s[i] == 0x07 {
+				return i + 1
+			}
+			if s[i] == 0x1b && i+1 < len(s) && s[i+1] == '\\' {
+				return i + 2
+			}
+			i++
+		}
+		return i
+	default: // a two-byte sequence, or intermediates then a final byte
+		for i < len(s) && s[i] >= 0x20 && s[i] <= 0x2f {
+			i++
+		}
+		if i < len(s) && s[i] >= 0x30 && s[i] <= 0x7e {
+			i++
+		}
+		return i
+	}
+}

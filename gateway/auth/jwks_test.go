@@ -1,0 +1,313 @@
+package auth
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/preflightmcp/preflight/gateway/config"
+)
+
+// TestKeyRotation follows an issuer that replaces its key: a token signed
+// with the new key makes the gateway fetch the keys again (once the bound
+// allows), and the old key is then gone.
+func TestKeyRotation(t *testing.T) {
+	is, g := oauthGateway(t, config.OAuth{JWKSMinInterval: config.Duration(time.Minute)}, key("rsa"))
+	old := sign(t, key("rsa"), is.claims(g.resource))
+	if r := g.get(t, bearer(old)); r.status != 200 {
+		t.Fatalf("old key: %d %q", r.status, r.challenge)
+	}
+	if n := is.jwksFetches.Load(); n != 1 {
+		t.Fatalf("%d fetches of the keys, want 1", n)
+	}
+
+	is.publish(key("rsa2"), key("ed"))
+	fresh := sign(t, key("rsa2"), is.claims(g.resource))
+	// Within a minute of the last fetch, an unknown kid fetches nothing.
+	g.clock.Advance(59 * time.Second)
+	if r := g.get(t, bearer(fresh)); r.status != 401 || !strings.Contains(r.challenge, "unknown signing key") {
+		t.Errorf("new key within the bound: %d %q", r.status, r.challenge)
+	}
+	if n := is.jwksFetches.Load(); n != 1 {
+		t.Errorf("%d fetches, want still 1", n)
+	}
+	// After it, the unknown kid fetches the keys once, and the token is good.
+	g.clock.Advance(2 * time.Second)
+	if r := g.get(t, bearer(fresh)); r.status != 200 || r.seen.Principal != "alice" {
+		t.Errorf("new key: %d %q", r.status, r.challenge)
+	}
+	if r := g.get(t, bearer(sign(t, key("ed"), is.claims(g.resource)))); r.status != 200 {
+		t.Errorf("second new key: %d %q", r.status, r.challenge)
+	}
+	if n := is.jwksFetches.Load(); n != 2 {
+		t.Errorf("%d fetches, want 2", n)
+	}
+	// The old key was withdrawn: its tokens are refused.
+	if r := g.get(t, bearer(old)); r.status != 401 || !strings.Contains(r.challenge, "unknown signing key") {
+		t.Errorf("withdrawn key: %d %q", r.status, r.challenge)
+	}
+	// A token under a published kid but signed by another key is refused.
+	if r := g.get(t, bearer(sign(t, key("rogue"), is.claims(g.resource)))); r.status != 401 {
+		t.Errorf("rogue key with a known kid: %d", r.status)
+	}
+}
+
+// TestUnknownKidFlood sends many tokens with key ids the issuer never
+// published, concurrently and then one after another: the keys are
+// fetched once per jwksMinInterval at most.
+func TestUnknownKidFlood(t *testing.T) {
+	is, g := oauthGateway(t, config.OAuth{}, key("ed"))
+	if r := g.get(t, bearer(sign(t, key("ed"), is.claims(g.resource)))); r.status != 200 {
+		t.Fatalf("%d %q", r.status, r.challenge)
+	}
+	flood := func(n int, concurrent bool) {
+		var wg sync.WaitGroup
+		statuses := make([]int, n)
+		for i := range n {
+			k := key("rogueEd")
+			k.kid = "flood-" + strconv.Itoa(i)
+			tok := sign(t, k, is.claims(g.resource))
+			req := func() { statuses[i] = g.get(t, bearer(tok)).status }
+			if concurrent {
+				wg.Go(req)
+			} else {
+				req()
+			}
+		}
+		wg.Wait()
+		for i, s := range statuses {
+			if s != http.StatusUnauthorized {
+				t.Errorf("token %d: %d", i, s)
+			}
+		}
+	}
+
+	flood(100, true)
+	flood(50, false)
+	if n := is.jwksFetches.Load(); n != 1 {
+		t.Errorf("%d fetches after 150 unknown kids within the bound, want 1", n)
+	}
+	g.clock.Advance(config.DefaultJWKSMinInterval)
+	flood(100, true)
+	flood(50, false)
+	if n := is.jwksFetches.Load(); n != 2 {
+		t.Errorf("%d fetches after the bound passed once, want 2", n)
+	}
+	g.clock.Advance(config.DefaultJWKSMinInterval)
+	flood(20, true)
+	if n := is.jwksFetches.Load(); n != 3 {
+		t.Errorf("%d fetches after the bound passed twice, want 3", n)
+	}
+	if n := is.metaFetches.Load(); n != 1 {
+		t.Errorf("%d fetches of the metadata, want 1 (jwks_uri is kept)", n)
+	}
+}
+
+// TestKeyRefresh checks that keys older than jwksRefresh are fetched
+// again, and that keys which cannot be fetched again are still used.
+func TestKeyRefresh(t *testing.T) {
+	is, g := oauthGateway(t, config.OAuth{JWKSRefresh: config.Duration(10 * time.Minute)}, key("ec"))
+	tok := sign(t, key("ec"), is.claims(g.resource))
+	for range 3 {
+		if r := g.get(t, bearer(tok)); r.status != 200 {
+			t.Fatalf("%d %q", r.status, r.challenge)
+		}
+	}
+	if n := is.jwksFetches.Load(); n != 1 {
+		t.Errorf("%d fetches, want 1", n)
+	}
+	g.clock.Advance(11 * time.Minute)
+	if r := g.get(t, bearer(tok)); r.status != 200 {
+		t.Fatalf("%d %q", r.status, r.challenge)
+	}
+	if n := is.jwksFetches.Load(); n != 2 {
+		t.Errorf("%d fetches after jwksRefresh, want 2", n)
+	}
+	// The issuer fails: the stale keys still verify, and the next fetch
+	// waits for the bound.
+	is.down.Store(true)
+	g.clock.Advance(11 * time.Minute)
+	for range 3 {
+		if r := g.get(t, bearer(tok)); r.status != 200 {
+			t.Errorf("issuer down, stale keys: %d %q", r.status, r.challenge)
+		}
+	}
+	if n := is.jwksFetches.Load(); n != 3 {
+		t.Errorf("%d fetches, want 3", n)
+	}
+}
+
+// TestKeysUnavailable checks the answer when the keys were never fetched:
+// 503 with Retry-After (not a 401 that would send the client to log in
+// again), until the issuer answers and the bound allows a fetch.
+func TestKeysUnavailable(t *testing.T) {
+	is := newIssuer(t, key("rsa"))
+	is.down.Store(true)
+	g := newGateway(t, config.Auth{OAuth: config.OAuth{Issuer: is.srv.URL}}, &Options{Logger: discardLogger()})
+	tok := sign(t, key("rsa"), is.claims(g.resource))
+	r := g.get(t, bearer(tok))
+	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") != "30" || r.challenge != "" {
+		t.Errorf("issuer down: %d Retry-After %q %q %s", r.status, r.header.Get("Retry-After"), r.challenge, r.body)
+	}
+	is.down.Store(false)
+	g.clock.Advance(20 * time.Second)
+	if r := g.get(t, bearer(tok)); r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") != "10" {
+		t.Errorf("within the bound: %d Retry-After %q", r.status, r.header.Get("Retry-After"))
+	}
+	g.clock.Advance(10 * time.Second)
+	if r := g.get(t, bearer(tok)); r.status != 200 {
+		t.Errorf("issuer back: %d %q", r.status, r.challenge)
+	}
+	if n := is.metaFetches.Load(); n != 2 {
+		t.Errorf("%d metadata fetches, want 2", n)
+	}
+}
+
+// TestDiscovery checks how the keys are found: the metadata URLs of the
+// MCP authorization spec in order, the issuer in the document checked,
+// and a configured jwksUrl used without discovery.
+func TestDiscovery(t *testing.T) {
+	if got, _ := metadataURLs("https://a.example.com/tenant1/"); strings.Join(got, " ") !=
+		"https://a.example.com/.well-known/oauth-authorization-server/tenant1 https://a.example.com/.well-known/openid-configuration/tenant1 https://a.example.com/tenant1/.well-known/openid-configuration" {
+		t.Errorf("with a path: %q", got)
+	}
+	if got, _ := metadataURLs("https://a.example.com"); strings.Join(got, " ") !=
+		"https://a.example.com/.well-known/oauth-authorization-server https://a.example.com/.well-known/openid-configuration" {
+		t.Errorf("without a path: %q", got)
+	}
+
+	// An issuer with a path whose metadata is only at the OpenID Connect
+	// URL appended to it, and a decoy that names another issuer.
+	var hits []string
+	var mu sync.Mutex
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	iss := srv.URL + "/realms/team"
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits = append(hits, r.URL.Path)
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/.well-known/openid-configuration/realms/team":
+			writeJSON(w, map[string]any{"issuer": srv.URL + "/realms/other", "jwks_uri": srv.URL + "/decoy"})
+		case "/realms/team/.well-known/openid-configuration":
+			writeJSON(w, map[string]any{"issuer": iss, "jwks_uri": srv.URL + "/realms/team/certs"})
+		case "/realms/team/certs":
+			writeJSON(w, map[string]any{"keys": []any{jwkOf(key("ed"))}})
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	g := newGateway(t, config.Auth{OAuth: config.OAuth{Issuer: iss}}, nil)
+	claims := jwtClaims(iss, g.resource)
+	if r := g.get(t, bearer(sign(t, key("ed"), claims))); r.status != 200 {
+		t.Fatalf("%d %q %s", r.status, r.challenge, r.body)
+	}
+	want := "/.well-known/oauth-authorization-server/realms/team /.well-known/openid-configuration/realms/team /realms/team/.well-known/openid-configuration /realms/team/certs"
+	if got := strings.Join(hits, " "); got != want {
+		t.Errorf("requests %s\nwant %s", got, want)
+	}
+
+	// jwksUrl set: no metadata is read.
+	hits = nil
+	g = newGateway(t, config.Auth{OAuth: config.OAuth{Issuer: iss, JWKSURL: srv.URL + "/realms/team/certs"}}, nil)
+	if r := g.get(t, bearer(sign(t, key("ed"), jwtClaims(iss, g.resource)))); r.status != 200 {
+		t.Fatalf("%d %q", r.status, r.challenge)
+	}
+	if got := strings.Join(hits, " "); got != "/realms/team/certs" {
+		t.Errorf("requests with jwksUrl: %s", got)
+	}
+}
+
+func jwtClaims(iss, aud string) map[string]any {
+	now := time.Now()
+	return map[string]any{"iss": iss, "aud": aud, "sub": "alice", "iat": now.Unix(), "exp": now.Add(time.Hour).Unix()}
+}
+
+// TestParseJWKS checks what a key set may hold: usable keys are kept, the
+// rest skipped.
+func TestParseJWKS(t *testing.T) {
+	ed := jwkOf(key("ed"))
+	rsaJWK := jwkOf(key("rsa"))
+	ec := jwkOf(key("ec"))
+	with := func(m map[string]any, k string, v any) map[string]any {
+		out := map[string]any{}
+		for kk, vv := range m {
+			out[kk] = vv
+		}
+		if v == nil {
+			delete(out, k)
+		} else {
+			out[k] = v
+		}
+		return out
+	}
+	small := with(rsaJWK, "n", rsaJWK["n"].(string)[:170]) // 1020 bits
+	for _, tc := range []struct {
+		name string
+		keys []any
+		want int // usable keys; 0 means an error
+	}{
+		{"three", []any{ed, rsaJWK, ec}, 3},
+		{"encryption key", []any{with(ed, "use", "enc"), ec}, 1},
+		{"key_ops without verify", []any{with(ed, "key_ops", []string{"encrypt"}), ec}, 1},
+		{"symmetric key", []any{map[string]any{"kty": "oct", "k": "c2VjcmV0", "kid": "h"}}, 0},
+		{"small RSA", []any{small}, 0},
+		{"even exponent", []any{with(rsaJWK, "e", "Ag")}, 0},
+		{"EC point off the curve", []any{with(ec, "y", ec["x"])}, 0},
+		{"EC coordinate short", []any{with(ec, "x", ec["x"].(string)[:40])}, 0},
+		{"unknown curve", []any{with(ec, "crv", "P-192")}, 0},
+		{"Ed448", []any{with(ed, "crv", "Ed448")}, 0},
+		{"padded base64", []any{with(ed, "x", ed["x"].(string)+"=")}, 0},
+		{"alg that does not fit", []any{with(ed, "alg", "RS256")}, 0},
+		{"no alg", []any{with(ec, "alg", nil)}, 1},
+		{"a key of the wrong shape", []any{"x", 1, ed}, 1},
+	} {
+		data := []byte(mustJSON(map[string]any{"keys": tc.keys}))
+		keys, err := parseJWKS(data)
+		if len(keys) != tc.want || (err == nil) != (tc.want > 0) {
+			t.Errorf("%s: %d keys, %v; want %d", tc.name, len(keys), err, tc.want)
+		}
+	}
+	many := make([]any, maxKeys+10)
+	for i := range many {
+		many[i] = with(ed, "kid", fmt.Sprint(i))
+	}
+	if keys, _ := parseJWKS([]byte(mustJSON(map[string]any{"keys": many}))); len(keys) != maxKeys {
+		t.Errorf("%d keys kept of %d, want %d", len(keys), len(many), maxKeys)
+	}
+	for _, bad := range []string{"", "null", "[]", `{"keys": {}}`, `{"keys": []}`} {
+		if _, err := parseJWKS([]byte(bad)); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// TestKidlessTokens checks tokens without a kid: tried against the keys
+// of their algorithm, up to a few.
+func TestKidlessTokens(t *testing.T) {
+	is, g := oauthGateway(t, config.OAuth{}, key("ed"), key("rsa"))
+	k := key("ed")
+	k.kid = ""
+	if r := g.get(t, bearer(sign(t, k, is.claims(g.resource)))); r.status != 200 {
+		t.Errorf("no kid, one key of the algorithm: %d %q", r.status, r.challenge)
+	}
+	many := []testKey{key("rsa")}
+	for i := range maxKidlessKeys {
+		e := key("ed2")
+		e.kid = "ed-" + strconv.Itoa(i)
+		many = append(many, e)
+	}
+	many = append(many, key("ed"))
+	is.publish(many...)
+	g.clock.Advance(2 * config.DefaultJWKSRefresh)
+	if r := g.get(t, bearer(sign(t, k, is.claims(g.resource)))); r.status != 401 || !strings.Contains(r.challenge, "no key id") {
+		t.Errorf("no kid, %d keys of the algorithm: %d %q", maxKidlessKeys+1, r.status, r.challenge)
+	}
+}

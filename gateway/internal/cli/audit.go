@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/preflightmcp/preflight/gateway/audit"
+	"github.com/preflightmcp/preflight/gateway/audit/auditstore"
+)
+
+type auditCmd struct {
+	store                                         string
+	since, until                                  string
+	principal, server, tool, effect, decision, oc string
+	limit                                         int
+	newest                                        bool
+	common
+}
+
+func (c *auditCmd) synopsis() string {
+	return `usage: preflight audit -store STORE [filters] [-format text|jsonl] [-o FILE]
+
+Queries and exports the gateway's audit log: one record per call, with
+its time, principal, server, tool, effect, the decision and its reason,
+the approver, the outcome, the latency, the digest of its arguments (their
+values where the level is full, never sensitive ones), what was redacted
+(kinds and counts) and the retries. A call whose outcome was never recorded
+(the gateway stopped while it ran) shows as unknown.
+
+STORE is sqlite:PATH (the embedded default) or a PostgreSQL URL
+(postgres://USER@HOST/DATABASE); it is opened read-only. Records come
+oldest first (-newest for the latest first); -format text prints one line
+per record with what came from clients and servers stripped of control
+characters, -format jsonl one JSON object per line (JSON Lines) for other
+tools.
+
+Exit status: 0 done; 1 the query failed; 2 usage error; 3 the store could
+not be opened or the output could not be written.
+
+Examples:
+
+  preflight audit -store sqlite:audit.db -since 1h
+  preflight audit -store sqlite:audit.db -effect delete -decision confirm -outcome unknown
+  preflight audit -store postgres://preflight@db/preflight -since 7d -format jsonl -o audit.jsonl
+`
+}
+
+func (c *auditCmd) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.store, "store", "", "the audit store: sqlite:PATH or postgres://USER@HOST/DATABASE")
+	fs.StringVar(&c.since, "since", "", "records from this `time` (RFC 3339 or 2006-01-02) or this long ago (90s, 15m, 1h, 7d)")
+	fs.StringVar(&c.until, "until", "", "records before this `time` or this long ago")
+	fs.StringVar(&c.principal, "principal", "", "records of this principal only")
+	fs.StringVar(&c.server, "server", "", "records of this upstream server only")
+	fs.StringVar(&c.tool, "tool", "", "records of this tool only")
+	fs.StringVar(&c.effect, "effect", "", "records of this effect only: read, write, external or delete")
+	fs.StringVar(&c.decision, "decision", "", "records of this decision only: allow, confirm or deny")
+	fs.StringVar(&c.oc, "outcome", "", "records of this outcome only: ok, tool_error, error, input_required,\nunknown (also never recorded), denied, declined, timeout or cancelled")
+	fs.IntVar(&c.limit, "limit", 0, "at most this many records (0: all)")
+	fs.BoolVar(&c.newest, "newest", false, "newest first (with -limit: the latest records)")
+	c.bindOutput(fs, []string{"text", "jsonl", "json"}, "json") // json is JSON Lines too
+	c.bindTimeout(fs)
+}
+
+// filter reads the filter flags.
+func (c *auditCmd) filter(now time.Time) (audit.Filter, error) {
+	q := url.Values{}
+	for key, v := range map[string]string{"since": c.since, "until": c.until, "principal": c.principal,
+		"server": c.server, "tool": c.tool, "effect": c.effect, "decision": c.decision, "outcome": c.oc} {
+		if v != "" {
+			q.Set(key, v)
+		}
+	}
+	if c.limit < 0 {
+		return audit.Filter{}, usagef("-limit %d: want 0 (all) or more", c.limit)
+	}
+	if c.limit > 0 {
+		q.Set("limit", strconv.Itoa(c.limit))
+	}
+	if c.newest {
+		q.Set("order", "newest")
+	}
+	f, err := audit.ParseFilter(q, now)
+	if err != nil {
+		return audit.Filter{}, usagef("-%v", err)
+	}
+	return f, nil
+}
+
+func (c *auditCmd) run(ctx context.Context, env *env, inv invocation) error {
+	if len(inv.args) > 0 || inv.dashDash {
+		return usagef("audit takes no arguments (filters are flags: -since 1h -effect delete)")
+	}
+	if c.store == "" {
+		return usagef("no store: give -store sqlite:PATH or -store postgres://USER@HOST/DATABASE")
+	}
+	write := audit.WriteText
+	if c.format != "text" {
+		write = audit.WriteJSONL
+	}
+	f, err := c.filter(time.Now())
+	if err != nil {
+		return err
+	}
+	store, err := auditstore.Open(ctx, c.store, &auditstore.Options{ReadOnly: true})
+	if err != nil {
+		return couldNotRun(err)
+	}
+	defer store.Close()
+	_, err = write(env.stdout, store.Query(ctx, f))
+	return queryError(err)
+}
+
+// queryError says why an export stopped: a timeout, or the store failing
+// midway.
+func queryError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.DeadlineExceeded):
+		return couldNotRun(fmt.Errorf("timed out (-timeout): %w", err))
+	}
+	return fmt.Errorf("%s", strings.TrimSpace(audit.Sanitize(err.Error())))
+}

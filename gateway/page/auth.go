@@ -1,0 +1,184 @@
+package page
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+)
+
+// Identity is who signed in to the page.
+type Identity struct {
+	// Principal is the person's principal, as the gateway names the
+	// principals of calls: they decide that principal's approvals.
+	Principal string
+	// Name is how they are shown and audited; "" means Principal.
+	Name string
+	// Admin may approve changed tool definitions and read every
+	// principal's audit records.
+	Admin bool
+}
+
+// Display is the identity's name, its principal when unnamed, and
+// "operator" for the unnamed empty principal.
+func (id Identity) Display() string {
+	switch {
+	case id.Name != "":
+		return id.Name
+	case id.Principal != "":
+		return id.Principal
+	}
+	return "operator"
+}
+
+// An Authenticator verifies who opens the page. The page hands it every
+// request to /login and /login/... (GET and POST). It either answers the
+// request itself (a sign-in form, a redirect to an identity provider, an
+// error) and returns false, or returns the verified identity and true
+// without writing, and the page starts a session. The page has refused
+// cross-origin POSTs before (net/http's CrossOriginProtection), but has no
+// session to check a CSRF token against yet.
+type Authenticator interface {
+	Authenticate(w http.ResponseWriter, r *http.Request) (Identity, bool)
+}
+
+// TokenLoginOptions configure a TokenLogin; nil means the defaults.
+type TokenLoginOptions struct {
+	// Identity is who signs in with a token. Nil means the operator of a
+	// gateway that authenticates nobody: principal "", an admin.
+	Identity *Identity
+	// TTL bounds how long a token stays valid. Zero means 24 hours.
+	TTL time.Duration
+	// MaxTokens bounds the tokens outstanding; minting one more drops the
+	// oldest. Zero means 8.
+	MaxTokens int
+}
+
+// TokenLogin is the loopback sign-in: the gateway prints a login link
+// holding a one-time token when it starts ([TokenLogin.NewLink]); opening
+// it shows a sign-in button, and signing in uses the token up. Only
+// hashes of the tokens are kept.
+type TokenLogin struct {
+	opts   TokenLoginOptions
+	id     Identity
+	mu     sync.Mutex
+	tokens map[[32]byte]time.Time // hash -> expiry
+}
+
+// NewTokenLogin returns a TokenLogin with no token yet.
+func NewTokenLogin(o *TokenLoginOptions) *TokenLogin {
+	var opts TokenLoginOptions
+	if o != nil {
+		opts = *o
+	}
+	if opts.TTL <= 0 {
+		opts.TTL = 24 * time.Hour
+	}
+	if opts.MaxTokens <= 0 {
+		opts.MaxTokens = 8
+	}
+	id := Identity{Admin: true}
+	if opts.Identity != nil {
+		id = *opts.Identity
+	}
+	return &TokenLogin{opts: opts, id: id, tokens: map[[32]byte]time.Time{}}
+}
+
+// NewLink mints a one-time token and returns the login link under base
+// (the page's root URL): base/login?token=... It is for the operator's
+// terminal: whoever holds it can sign in once.
+func (l *TokenLogin) NewLink(base string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", errors.New("page address: want an absolute http or https URL")
+	}
+	token := randomToken()
+	now := time.Now()
+	l.mu.Lock()
+	for h, exp := range l.tokens {
+		if !now.Before(exp) {
+			delete(l.tokens, h)
+		}
+	}
+	for len(l.tokens) >= l.opts.MaxTokens {
+		var oldest [32]byte
+		var first time.Time
+		for h, exp := range l.tokens {
+			if first.IsZero() || exp.Before(first) {
+				oldest, first = h, exp
+			}
+		}
+		delete(l.tokens, oldest)
+	}
+	l.tokens[sha256.Sum256([]byte(token))] = now.Add(l.opts.TTL)
+	l.mu.Unlock()
+	link := u.JoinPath("login")
+	link.RawQuery = url.Values{"token": {token}}.Encode()
+	return link.String(), nil
+}
+
+// valid reports whether token is outstanding; use also spends it.
+func (l *TokenLogin) valid(token string, use bool) bool {
+	if len(token) != tokenLen {
+		return false
+	}
+	h := sha256.Sum256([]byte(token))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	exp, ok := l.tokens[h]
+	if !ok || !time.Now().Before(exp) {
+		delete(l.tokens, h)
+		return false
+	}
+	if use {
+		delete(l.tokens, h)
+	}
+	return true
+}
+
+// Authenticate implements Authenticator: GET /login?token=T shows the
+// sign-in button for a valid token (and says what to do otherwise); POST
+// /login with the token signs in and spends it.
+func (l *TokenLogin) Authenticate(w http.ResponseWriter, r *http.Request) (Identity, bool) {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		token := r.URL.Query().Get("token")
+		data := loginView{Token: token, Valid: token != "" && l.valid(token, false), Given: token != ""}
+		status := http.StatusOK
+		if data.Given && !data.Valid {
+			status = http.StatusForbidden
+		}
+		renderPlain(w, r, status, "login", "Sign in", data)
+		return Identity{}, false
+	case http.MethodPost:
+		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+		if err := r.ParseForm(); err != nil || !l.valid(r.PostForm.Get("token"), true) {
+			renderPlain(w, r, http.StatusForbidden, "login", "Sign in", loginView{Given: true})
+			return Identity{}, false
+		}
+		return l.id, true
+	}
+	w.Header().Set("Allow", "GET, HEAD, POST")
+	http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	return Identity{}, false
+}
+
+// loginView is the sign-in page's data.
+type loginView struct {
+	Token        string
+	Given, Valid bool
+	Error        string
+}
+
+// tokenLen is the length of a random token: 32 bytes in base64url.
+const tokenLen = 43
+
+func randomToken() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
