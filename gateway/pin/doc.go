@@ -22,8 +22,8 @@
 //   - off: nothing is pinned.
 //
 // A quarantined or changed tool waits until someone approves the new
-// definition by its fingerprint ([Pinner.Approve], the gateway's page or
-// "preflight pins approve"). A gateway calls [Pinner.Check] on every
+// definition by its fingerprint ([Pinner.Approve]; the gateway's page
+// through package gateway/pin/pinpage, or "preflight pins approve"). A gateway calls [Pinner.Check] on every
 // upstream tools/list and [Pinner.Allowed] before every tools/call.
 //
 // Pins live in a [Store]: [MemoryStore] for one process, or the SQLite

@@ -122,6 +122,10 @@ func New(store Store, opts *Options) *Pinner {
 	return p
 }
 
+// Mode returns server's mode, as Options.Mode gives it (an unknown mode
+// is ModeStrict).
+func (p *Pinner) Mode(server string) Mode { return p.modeOf(server) }
+
 func (p *Pinner) modeOf(server string) Mode {
 	switch m := p.mode(server); m {
 	case ModeWarn, ModeOff:
