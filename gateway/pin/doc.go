@@ -23,8 +23,9 @@
 //
 // A quarantined or changed tool waits until someone approves the new
 // definition by its fingerprint ([Pinner.Approve]; the gateway's page
-// through package gateway/pin/pinpage, or "preflight pins approve"). A gateway calls [Pinner.Check] on every
-// upstream tools/list and [Pinner.Allowed] before every tools/call.
+// through package gateway/pin/pinpage, or "preflight pins approve"). A
+// gateway calls [Pinner.Check] on every upstream tools/list and
+// [Pinner.Allowed] before every tools/call.
 //
 // Pins live in a [Store]: [MemoryStore] for one process, or the SQLite
 // (embedded default) and PostgreSQL (shared by replicas) stores of package
