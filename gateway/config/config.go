@@ -114,6 +114,12 @@ type Server struct {
 
 	// Trust says whether this server's hints may lower caution.
 	Trust Trust `json:"trust"`
+	// Pin is what a change to a tool's definition since it was first seen
+	// or last approved does: [PinStrict] quarantines the tool,
+	// [PinWarn] quarantines it only when the change removes caution and
+	// otherwise logs it, [PinOff] does nothing. It defaults to PinStrict
+	// for an untrusted server and PinWarn for a trusted one.
+	Pin Pin `json:"pin"`
 	// Disclose turns progressive disclosure on for this server's tools.
 	// It defaults to Disclosure.Enabled.
 	Disclose bool `json:"disclose"`
@@ -365,6 +371,22 @@ const (
 	Trusted Trust = "trusted"
 	// Untrusted: the server's hints may only add caution.
 	Untrusted Trust = "untrusted"
+)
+
+// Pin is how tool definitions are pinned (see package gateway/pin).
+type Pin string
+
+// The pinning modes.
+const (
+	// PinStrict: any change quarantines the tool (default for untrusted
+	// servers).
+	PinStrict Pin = "strict"
+	// PinWarn: a change that removes caution quarantines the tool, one
+	// that only adds caution is accepted, any other is logged and the
+	// tool stays callable (default for trusted servers).
+	PinWarn Pin = "warn"
+	// PinOff: definitions are not pinned.
+	PinOff Pin = "off"
 )
 
 // Store is where shared state lives.

@@ -89,6 +89,8 @@ func allowed(t reflect.Type) []string {
 		vals = []string{string(ConnectEager), string(ConnectLazy)}
 	case reflect.TypeFor[Trust]():
 		vals = []string{string(Trusted), string(Untrusted)}
+	case reflect.TypeFor[Pin]():
+		vals = []string{string(PinStrict), string(PinWarn), string(PinOff)}
 	case clientTransportType:
 		vals = []string{string(TransportStdio), string(TransportHTTP), string(TransportSSE), "streamable-http", "streamableHttp"}
 	case reflect.TypeFor[Store]():

@@ -25,7 +25,7 @@ var badFiles = []struct {
 	want   string
 	schema schemaVerdict
 }{
-	{"unknown_key.yaml", `3:5: servers.github.tpye: unknown key, did you mean type? (allowed: args, bearerTokenEnv, command, connect, cwd, disclose, env, envFile, exclude, headers, include, overrides, prefix, rules, separator, timeouts, trust, type, url)`, schemaRejects},
+	{"unknown_key.yaml", `3:5: servers.github.tpye: unknown key, did you mean type? (allowed: args, bearerTokenEnv, command, connect, cwd, disclose, env, envFile, exclude, headers, include, overrides, pin, prefix, rules, separator, timeouts, trust, type, url)`, schemaRejects},
 	{"top_unknown.yaml", `4:1: audit: unknown key (allowed: $schema, auth, disclosure, listen, redis, servers)`, schemaRejects},
 	{"bad_type.yaml", `3:11: servers.github.type: "htp" is not allowed (allowed: stdio, http, sse)`, schemaRejects},
 	{"stdio_with_url.yaml", `5:10: servers.files.url: not allowed for a stdio server (it is for http and sse servers)`, schemaRejects},
@@ -45,6 +45,8 @@ var badFiles = []struct {
 6:16: servers.files.timeouts.connect: "0s" is not a positive duration (write a number with a unit: 500ms, 30s, 5m, 1h)
 7:17: servers.files.timeouts.shutdown: "-5s" is not a positive duration (write a number with a unit: 500ms, 30s, 5m, 1h)`, schemaRejects},
 	{"discover.yaml", `6:17: servers.files.timeouts.discover: 10s is longer than timeouts.connect (2s), which bounds it`, schemaAccepts},
+	{"pin.yaml", `5:10: servers.github.pin: "audit" is not allowed (allowed: strict, warn, off)
+8:10: servers.files.pin: expected one of strict, warn, off, found true`, schemaRejects},
 	{"bad_bool.yaml", `4:15: servers.files.disclose: expected true or false, found the string "yes"`, schemaRejects},
 	{"listen.yaml", `2:9: listen.http: "localhost" is not host:port (such as 127.0.0.1:8080)
 3:10: listen.stdio: expected true or false, found the string "true"`, schemaRejects},

@@ -129,6 +129,7 @@ func TestDefaults(t *testing.T) {
 				Shutdown: Duration(5 * time.Second),
 			},
 			Trust: Trusted,
+			Pin:   PinWarn,
 		}},
 		Disclosure: Disclosure{Store: StoreMemory, TTL: Duration(24 * time.Hour)},
 	}
@@ -293,6 +294,24 @@ servers:
 	a, b := c.Servers["a"], c.Servers["b"]
 	if a.Trust != Untrusted || a.Connect != ConnectLazy || b.Trust != Untrusted || b.Connect != ConnectEager || !b.Disclose {
 		t.Errorf("a = %+v\nb = %+v", a, b)
+	}
+}
+
+// TestPinDefault checks that pinning defaults to strict for an untrusted
+// server and to warn for a trusted one, and that a file's own value wins.
+func TestPinDefault(t *testing.T) {
+	c := mustParse(t, "c.yaml", `
+servers:
+  own: {command: x}
+  foreign: {command: y, trust: untrusted}
+  relaxed: {command: z, trust: untrusted, pin: warn}
+  loose: {command: w, pin: off}
+  careful: {command: v, pin: strict}
+`)
+	for name, want := range map[string]Pin{"own": PinWarn, "foreign": PinStrict, "relaxed": PinWarn, "loose": PinOff, "careful": PinStrict} {
+		if got := c.Servers[name].Pin; got != want {
+			t.Errorf("%s: pin %q, want %q", name, got, want)
+		}
 	}
 }
 

@@ -107,6 +107,15 @@ func (p *parser) server(c *Config, name string, s *Server) {
 	if s.Trust == "" {
 		s.Trust = Trusted
 	}
+	if s.Pin == "" {
+		// An untrusted server's every change is held for review; a
+		// trusted server's routine upgrades are logged, and only a change
+		// that removes caution is held.
+		s.Pin = PinWarn
+		if s.Trust == Untrusted {
+			s.Pin = PinStrict
+		}
+	}
 	p.timeouts(at, &s.Timeouts)
 	if !p.dec.set(at("disclose")) {
 		s.Disclose = c.Disclosure.Enabled

@@ -102,6 +102,7 @@ var commands = []commandInfo{
 	{"tokens", "count the tokens of a tool catalog today and with progressive disclosure", func() command { return &tokensCmd{} }},
 	{"audit", "query and export the gateway's audit log (SQLite or PostgreSQL), by time, principal, effect, decision", func() command { return &auditCmd{} }},
 	{"token", "make a bearer token for a client of the gateway, and the config entry that accepts it", func() command { return &tokenCmd{} }},
+	{"pins", "list, show and approve the gateway's pinned tool definitions", func() command { return &pinsCmd{} }},
 }
 
 func lookup(name string) (command, bool) {
