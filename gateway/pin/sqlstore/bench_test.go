@@ -10,7 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/preflightmcp/preflight/gateway/pin"
-	"github.com/preflightmcp/preflight/gateway/pin/internal/pgtest"
+	"github.com/preflightmcp/preflight/gateway/internal/pgtest"
 )
 
 func catalog(tb testing.TB) []*mcp.Tool {
@@ -44,7 +44,7 @@ func BenchmarkStores(b *testing.B) {
 	}{
 		{"memory", nil},
 		{"sqlite", func(b *testing.B) string { return "sqlite:" + filepath.Join(b.TempDir(), "pins.db") }},
-		{"postgres", func(b *testing.B) string { return pgtest.Shared(b).NewDatabase(b) }},
+		{"postgres", func(b *testing.B) string { return pgtest.NewDatabase(b) }},
 	} {
 		var store pin.Store = pin.NewMemoryStore(1 << 30)
 		if st.spec != nil {

@@ -3,7 +3,6 @@ package sqlstore_test
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -11,23 +10,13 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/preflightmcp/preflight/gateway/internal/pgtest"
 	"github.com/preflightmcp/preflight/gateway/pin"
-	"github.com/preflightmcp/preflight/gateway/pin/internal/pgtest"
 	"github.com/preflightmcp/preflight/gateway/pin/internal/storetest"
 	"github.com/preflightmcp/preflight/gateway/pin/sqlstore"
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) {
-	code := pgtest.Main(m)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { pgtest.Main(m) } // stops the server, checks for leaked goroutines
 
 func open(t *testing.T, spec string) sqlstore.Store {
 	t.Helper()
@@ -61,11 +50,10 @@ func TestSQLite(t *testing.T) {
 }
 
 func TestPostgres(t *testing.T) {
-	srv := pgtest.Shared(t)
 	var spec string
 	storetest.Run(t, storetest.Factory{
 		Open: func(t *testing.T) pin.Store {
-			spec = srv.NewDatabase(t)
+			spec = pgtest.NewDatabase(t)
 			return open(t, spec)
 		},
 		Reopen: func(t *testing.T, s pin.Store) pin.Store { return reopen(spec)(t, s) },
@@ -145,7 +133,7 @@ func TestPinnerSurvivesRestart(t *testing.T) {
 // refuses and approves, and the first releases.
 func TestReplicasShareAPostgres(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.Shared(t).NewDatabase(t)
+	url := pgtest.NewDatabase(t)
 	var mu sync.Mutex
 	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
@@ -187,7 +175,7 @@ func TestPostgresUnavailable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	srv := pgtest.Start(t)
-	url := srv.NewDatabase(t)
+	url := srv.DSN()
 	var mu sync.Mutex
 	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
@@ -202,7 +190,7 @@ func TestPostgresUnavailable(t *testing.T) {
 		t.Fatal(err, vs)
 	}
 
-	srv.Stop()
+	srv.Stop(t)
 	advance() // what was read is stale: the store is asked, and fails
 	if err := p.Allowed(ctx, "files", "delete_file"); !errors.Is(err, pin.ErrQuarantined) {
 		t.Errorf("quarantined tool while the store is down: %v", err)
@@ -220,9 +208,7 @@ func TestPostgresUnavailable(t *testing.T) {
 		t.Error("approved without the store")
 	}
 
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
+	srv.Restart(t)
 	if _, err := p.Approve(ctx, "files", "delete_file", vs[0].Fingerprint, "alice"); err != nil {
 		t.Fatalf("approving after the restart: %v", err)
 	}
