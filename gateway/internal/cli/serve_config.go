@@ -4,12 +4,20 @@ import (
 	"fmt"
 
 	"github.com/preflightmcp/preflight/gateway"
+	"github.com/preflightmcp/preflight/gateway/config"
 )
 
 // loadConfigFile is serve's one seam to configuration files: it reads the
 // file at path (package gateway/config parses the formats and reports their
-// errors) and maps it onto gateway.Options. It is the only function that
-// knows both packages.
+// errors) and maps it onto gateway.Options.
 func loadConfigFile(path string) (*gateway.Options, error) {
-	return nil, &exitError{code: exitFailure, err: fmt.Errorf("-config %s: this build reads no configuration files (package gateway/config is not linked in); run without -config for the built-in setup", path)}
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, &exitError{code: exitFailure, err: err}
+	}
+	opts, err := gateway.OptionsFromConfig(cfg)
+	if err != nil {
+		return nil, &exitError{code: exitFailure, err: fmt.Errorf("-config %s: %w", path, err)}
+	}
+	return opts, nil
 }

@@ -1,0 +1,90 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/preflightmcp/preflight/gateway/config"
+)
+
+// OptionsFromConfig maps a configuration read by package config onto
+// Options: each server becomes an UpstreamSpec (in the order of their
+// names), and the servers' trust, overrides and rules a Resolver of
+// deployer rules and the shipped rules pack ([RulesResolver]).
+//
+// What the configuration sets and the gateway cannot do is an error naming
+// the key, never silently dropped: client authentication (auth), and a
+// server left unprefixed in front of several. Listen is left to the
+// command that serves the gateway; progressive disclosure is applied
+// with [Disclosure] once the gateway is built.
+func OptionsFromConfig(cfg *config.Config) (*Options, error) {
+	if cfg == nil || len(cfg.Servers) == 0 {
+		return nil, errors.New("configuration: servers: at least one server is required")
+	}
+	var errs []error
+	if !cfg.Auth.IsZero() {
+		errs = append(errs, errors.New("configuration: auth: the gateway does not authenticate clients yet; remove auth and serve on a loopback address"))
+	}
+	if cfg.Disclosure.Enabled {
+		errs = append(errs, errors.New("configuration: disclosure.enabled: progressive disclosure is not wired into the gateway yet; remove it"))
+	}
+	names := cfg.Names()
+	opts := &Options{}
+	for _, name := range names {
+		s := cfg.Servers[name]
+		if s == nil {
+			errs = append(errs, fmt.Errorf("configuration: servers.%s: empty server", name))
+			continue
+		}
+		if len(names) > 1 && s.Prefix == "" {
+			errs = append(errs, fmt.Errorf("configuration: servers.%s.prefix: the gateway prefixes every server's names when it fronts more than one; remove the empty prefix or give one", name))
+		}
+		if s.Disclose && !cfg.Disclosure.Enabled {
+			errs = append(errs, fmt.Errorf("configuration: servers.%s.disclose: progressive disclosure is not wired into the gateway yet; remove it", name))
+		}
+		var transport string
+		switch s.Type {
+		case config.TransportStdio:
+			transport = "stdio"
+		case config.TransportHTTP:
+			transport = "http"
+		case config.TransportSSE:
+			transport = "sse"
+		case "":
+		default:
+			errs = append(errs, fmt.Errorf("configuration: servers.%s.type: %q is not a transport the gateway speaks (stdio, http, sse)", name, s.Type))
+		}
+		opts.Upstreams = append(opts.Upstreams, UpstreamSpec{
+			Name:           name,
+			Transport:      transport,
+			Command:        s.Command,
+			Args:           slices.Clone(s.Args),
+			Env:            maps.Clone(s.Env),
+			Dir:            s.Cwd,
+			URL:            s.URL,
+			Headers:        maps.Clone(s.Headers),
+			BearerTokenEnv: s.BearerTokenEnv,
+			Lazy:           s.Connect == config.ConnectLazy,
+			Prefix:         s.Prefix,
+			Separator:      s.Separator,
+			Include:        slices.Clone(s.Include),
+			Exclude:        slices.Clone(s.Exclude),
+			ConnectTimeout: time.Duration(s.Timeouts.Connect),
+			ProbeTimeout:   time.Duration(s.Timeouts.Discover),
+			CallTimeout:    time.Duration(s.Timeouts.Call),
+			StopGrace:      time.Duration(s.Timeouts.Shutdown),
+		})
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	r, err := RulesResolverFromConfig(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	opts.Resolver = r
+	return opts, nil
+}

@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/preflightmcp/preflight/internal/wiretest"
+)
+
+// TestServeConfigClaudeDesktop serves a Claude Desktop configuration file
+// as it is written (mcpServers, with keys of Claude Desktop's own that the
+// gateway does not use) whose one server is examples/files over stdio:
+// the gateway starts it, lists its tool unprefixed and passes a call
+// through in both eras.
+func TestServeConfigClaudeDesktop(t *testing.T) {
+	bin := buildExample(t, "files")
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "hello.txt"), "hello from the upstream\n")
+	cfg, err := json.Marshal(map[string]any{
+		"mcpServers": map[string]any{
+			"files": map[string]any{"command": bin, "args": []string{"-root", root}},
+		},
+		"globalShortcut": "Ctrl+Space",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "claude_desktop_config.json")
+	writeFile(t, path, string(cfg))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	outR, outW := io.Pipe()
+	var stderr lockedBuffer
+	exited := make(chan int, 1)
+	go func() {
+		exited <- Main(ctx, []string{"serve", "-http", "127.0.0.1:0", "-config", path}, strings.NewReader(""), outW, &stderr)
+		outW.Close()
+	}()
+	var printed strings.Builder
+	sc := bufio.NewScanner(outR)
+	for sc.Scan() {
+		printed.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), "Stop with") {
+			break
+		}
+	}
+	go io.Copy(io.Discard, outR)
+	m := regexp.MustCompile(`serving MCP at (http://127\.0\.0\.1:\d+/mcp)`).FindStringSubmatch(printed.String())
+	if m == nil {
+		cancel()
+		<-exited
+		t.Fatalf("no URL printed:\n%s\nstderr:\n%s", printed.String(), stderr.String())
+	}
+	url := m[1]
+	if !strings.Contains(printed.String(), "files  up") {
+		t.Errorf("the upstream is not up:\n%s", printed.String())
+	}
+	for _, p := range []*wiretest.Peer{wiretest.Stateless(url, nil), wiretest.Legacy(url, nil)} {
+		r := p.Call(t, "tools/list", nil)
+		var names []string
+		for _, tl := range r.Result["tools"].([]any) {
+			names = append(names, tl.(map[string]any)["name"].(string))
+		}
+		if got := strings.Join(names, ","); got != "manage_files" {
+			t.Errorf("%s tools = %s", p.Version, got)
+		}
+		r = p.Call(t, "tools/call", map[string]any{"name": "manage_files", "arguments": map[string]any{"path": "hello.txt", "action": "read"}})
+		if r.Error != nil || !strings.Contains(string(r.Raw), "hello from the upstream") {
+			t.Errorf("%s call: %s", p.Version, r.Raw)
+		}
+		p.Close()
+	}
+	cancel()
+	if code := <-exited; code != exitOK {
+		t.Errorf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+}
+
+// TestServeConfigErrors: a file the gateway cannot serve fails with exit 1
+// and a message naming the file and the key.
+func TestServeConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, body, want string }{
+		{"unknown.yaml", "servers:\n  a:\n    command: x\n    bogus: 1\n", "bogus"},
+		{"auth.yaml", "servers:\n  a:\n    command: x\nauth:\n  tokens:\n    - principal: p\n      sha256: \"sha256:" + strings.Repeat("ab", 32) + "\"\n", "auth"},
+	} {
+		path := filepath.Join(dir, tc.name)
+		writeFile(t, path, tc.body)
+		code, _, errOut := runMain(t, "serve", "-http", "127.0.0.1:0", "-config", path)
+		if code != exitFailure || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, tc.name) {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d naming %q and the file", tc.name, code, errOut, exitFailure, tc.want)
+		}
+	}
+}
