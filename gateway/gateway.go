@@ -36,6 +36,7 @@ const (
 	DefaultName          = "preflight-gateway"
 	DefaultShutdownGrace = 30 * time.Second
 	DefaultPageSize      = 1000
+	DefaultSessionIdle   = 30 * time.Minute
 )
 
 // Options configure a [Gateway]. Zero fields mean defaults.
@@ -72,6 +73,9 @@ type Options struct {
 	// PageSize is the number of items per page of the lists the gateway
 	// serves. Zero means DefaultPageSize.
 	PageSize int
+	// SessionIdle closes a legacy (2025-11-25) client's session after it
+	// has sent nothing for this long. Zero means DefaultSessionIdle.
+	SessionIdle time.Duration
 }
 
 // UpstreamSpec describes one upstream server and how its names are exposed.
@@ -172,6 +176,9 @@ func New(opts *Options) (*Gateway, error) {
 	}
 	if o.PageSize <= 0 {
 		o.PageSize = DefaultPageSize
+	}
+	if o.SessionIdle <= 0 {
+		o.SessionIdle = DefaultSessionIdle
 	}
 	logger := o.Logger
 	if logger == nil {

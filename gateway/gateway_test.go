@@ -8,9 +8,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) != "" {
+	if os.Getenv(childEnv) != "" {
 		// The test binary started as a stdio upstream (see restart_test.go).
-		os.Exit(runHelperServer())
+		os.Exit(runChildServer())
 	}
 	goleak.VerifyTestMain(m)
 }

@@ -24,10 +24,17 @@ import (
 
 // notesServer has one prompt, one resource, one template and completions.
 func notesServer() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1"}, &mcp.ServerOptions{
+	var s *mcp.Server
+	s = mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1"}, &mcp.ServerOptions{
 		CompletionHandler: func(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{req.Params.Ref.Type + ":" + req.Params.Ref.Name + req.Params.Ref.URI}}}, nil
 		},
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+	})
+	s.AddTool(&mcp.Tool{Name: "touch", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "mem://note"})
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "touched"}}}, nil
 	})
 	s.AddPrompt(&mcp.Prompt{Name: "greeting", Arguments: []*mcp.PromptArgument{{Name: "who", Required: true}}}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "Hello, " + req.Params.Arguments["who"]}}}}, nil
@@ -107,6 +114,52 @@ func TestPromptsAndResources(t *testing.T) {
 				t.Errorf("%s complete %+v: %v %v", era, ref, res, err)
 			}
 		}
+	}
+}
+
+// TestResourceUpdates subscribes clients of both eras to a resource of a
+// legacy upstream through the gateway: the upstream's resources/updated
+// reaches them.
+func TestResourceUpdates(t *testing.T) {
+	_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{
+		{Name: "notes", URL: serveEra(t, notesServer(), legacy)},
+		{Name: "files", URL: filesServer(t)},
+	}})
+	for _, era := range []string{modern, legacy} {
+		updated := make(chan string, 10)
+		cs := connect(t, url, era, nil, &mcp.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			updated <- req.Params.URI
+		}})
+		ctx := context.Background()
+		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "mem://note"}); err != nil {
+			t.Fatalf("%s subscribe: %v", era, err)
+		}
+		// Under 2026-07-28 the subscription is a stream the client opens in
+		// the background; touch until the update arrives.
+		deadline := time.After(readyTimeout)
+	wait:
+		for {
+			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "notes__touch", Arguments: map[string]any{}}); err != nil {
+				t.Fatalf("%s touch: %v", era, err)
+			}
+			select {
+			case uri := <-updated:
+				if uri != "mem://note" {
+					t.Errorf("%s updated %q", era, uri)
+				}
+				break wait
+			case <-time.After(100 * time.Millisecond):
+			case <-deadline:
+				t.Fatalf("%s: no resources/updated", era)
+			}
+		}
+		if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "mem://note"}); err != nil {
+			t.Errorf("%s unsubscribe: %v", era, err)
+		}
+		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "nowhere://x"}); era == legacy && err == nil {
+			t.Errorf("%s: subscribing to an unknown resource succeeded", era)
+		}
+		cs.Close()
 	}
 }
 

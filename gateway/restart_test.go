@@ -19,24 +19,24 @@ import (
 	"github.com/preflightmcp/preflight/gateway/upstream"
 )
 
-// helperEnv makes the test binary run as a stdio MCP server: it serves
+// childEnv makes the test binary run as a stdio MCP server: it serves
 // "hello" (answers its process id) and "crash" (exits at once). If the
-// file named by helperRefuseEnv exists when it starts, it exits before
+// file named by childRefuseEnv exists when it starts, it exits before
 // answering anything, as a server that keeps failing would.
 const (
-	helperEnv       = "PREFLIGHT_GATEWAY_TEST_HELPER"
-	helperRefuseEnv = "PREFLIGHT_GATEWAY_TEST_REFUSE"
+	childEnv       = "PREFLIGHT_GATEWAY_TEST_CHILD"
+	childRefuseEnv = "PREFLIGHT_GATEWAY_TEST_REFUSE"
 )
 
-func runHelperServer() int {
-	if f := os.Getenv(helperRefuseEnv); f != "" {
+func runChildServer() int {
+	if f := os.Getenv(childRefuseEnv); f != "" {
 		if _, err := os.Stat(f); err == nil {
-			fmt.Fprintln(os.Stderr, "helper refusing to start")
+			fmt.Fprintln(os.Stderr, "child refusing to start")
 			return 3
 		}
 	}
-	fmt.Fprintf(os.Stderr, "helper started pid %d\n", os.Getpid())
-	s := mcp.NewServer(&mcp.Implementation{Name: "helper", Version: "1"}, nil)
+	fmt.Fprintf(os.Stderr, "child started pid %d\n", os.Getpid())
+	s := mcp.NewServer(&mcp.Implementation{Name: "child", Version: "1"}, nil)
 	s.AddTool(&mcp.Tool{Name: "hello", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(os.Getpid())}}}, nil
 	})
@@ -50,15 +50,15 @@ func runHelperServer() int {
 	return 0
 }
 
-// helperSpec starts the test binary as the helper server.
-func helperSpec(t testing.TB, name, refuse string) gateway.UpstreamSpec {
+// childSpec starts the test binary as the child server.
+func childSpec(t testing.TB, name, refuse string) gateway.UpstreamSpec {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return gateway.UpstreamSpec{
 		Name: name, Command: exe, Args: []string{"-test.run=^$"},
-		Env:     map[string]string{helperEnv: "1", helperRefuseEnv: refuse},
+		Env:     map[string]string{childEnv: "1", childRefuseEnv: refuse},
 		Dir:     t.TempDir(),
 		Restart: upstream.Restart{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond, Budget: 1000},
 	}
@@ -150,7 +150,7 @@ func TestUpstreamRestart(t *testing.T) {
 	refuse := filepath.Join(t.TempDir(), "refuse")
 	rec := &recorder{}
 	g, url := startGateway(t, &gateway.Options{Logger: slog.New(rec), Upstreams: []gateway.UpstreamSpec{
-		helperSpec(t, "proc", refuse),
+		childSpec(t, "proc", refuse),
 		{Name: "files", URL: filesServer(t)},
 	}})
 	changes := make(chan struct{}, 100)
@@ -164,8 +164,8 @@ func TestUpstreamRestart(t *testing.T) {
 		return text(t, res)
 	}
 	pid1 := hello()
-	if !rec.find("upstream stderr line=helper started pid " + pid1) {
-		t.Errorf("the helper's stderr line is not in the log")
+	if !rec.find("upstream stderr line=child started pid " + pid1) {
+		t.Errorf("the child's stderr line is not in the log")
 	}
 
 	if err := os.WriteFile(refuse, nil, 0o644); err != nil {
@@ -186,7 +186,7 @@ func TestUpstreamRestart(t *testing.T) {
 	}
 	// Wait for a start that fails (a refusal in the log), then check
 	// health says so.
-	waitFor(t, g, "a failed start", func() bool { return rec.find("helper refusing to start") && rec.find("upstream connection failed") })
+	waitFor(t, g, "a failed start", func() bool { return rec.find("child refusing to start") && rec.find("upstream connection failed") })
 	for _, h := range g.Health().Upstreams {
 		if h.Name == "proc" && (h.State == upstream.StateUp || h.LastError == "") {
 			t.Errorf("health while proc cannot start: %+v", h)

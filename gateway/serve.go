@@ -66,8 +66,9 @@ func (g *Gateway) Health() Health {
 // its call, down to the upstream.
 func (g *Gateway) Handler() http.Handler {
 	return g.passthrough(endpoint.NewHandler(g.server, &endpoint.Options{
-		Logger:    quietlog.Warn(g.logger),
-		Stateless: &mcp.StreamableHTTPOptions{PropagateRequestCancellation: true},
+		Logger:         quietlog.Warn(g.logger),
+		SessionTimeout: g.opts.SessionIdle,
+		Stateless:      &mcp.StreamableHTTPOptions{PropagateRequestCancellation: true},
 	}))
 }
 

@@ -163,3 +163,29 @@ func TestSanitize(t *testing.T) {
 		t.Errorf("Sanitize = %q", got)
 	}
 }
+
+func TestRestartBackoffAndBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, err := New(Spec{Name: "a", Command: "x", Restart: Restart{Initial: time.Second, Max: 4 * time.Second, Budget: 3, Window: time.Minute}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := c.spec.Restart.Initial
+		var got []time.Duration
+		for range 4 {
+			got = append(got, c.nextDelay(&d))
+		}
+		if got[0] != time.Second || got[1] != 2*time.Second || got[2] != 4*time.Second {
+			t.Errorf("back-off = %v, want 1s 2s 4s", got[:3])
+		}
+		// The budget of three restarts a minute is spent: the fourth waits
+		// for the window to free one.
+		if got[3] < 59*time.Second {
+			t.Errorf("fourth delay %v, want the rest of the window", got[3])
+		}
+		time.Sleep(2 * time.Minute)
+		if d := c.nextDelay(&d); d != 4*time.Second {
+			t.Errorf("after the window, delay %v, want the capped back-off 4s", d)
+		}
+	})
+}
