@@ -7,7 +7,11 @@ import (
 	"slices"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/preflightmcp/preflight/disclose"
 	"github.com/preflightmcp/preflight/gateway/config"
+	"github.com/preflightmcp/preflight/gateway/redisstore"
 )
 
 // OptionsFromConfig maps a configuration read by package config onto
@@ -18,8 +22,11 @@ import (
 // What the configuration sets and the gateway cannot do is an error naming
 // the key, never silently dropped: client authentication (auth), and a
 // server left unprefixed in front of several. Listen is left to the
-// command that serves the gateway; progressive disclosure is applied
-// with [Disclosure] once the gateway is built.
+// command that serves the gateway. Servers whose disclose is true
+// (disclosure.enabled is its default) become [Options.Disclosure], with
+// disclosure.ttl and, for disclosure.store redis, a gateway/redisstore
+// store on redis.url under redis.prefix + "disclose:", whose client
+// [Gateway.Close] closes.
 func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 	if cfg == nil || len(cfg.Servers) == 0 {
 		return nil, errors.New("configuration: servers: at least one server is required")
@@ -28,11 +35,9 @@ func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 	if !cfg.Auth.IsZero() {
 		errs = append(errs, errors.New("configuration: auth: the gateway does not authenticate clients yet; remove auth and serve on a loopback address"))
 	}
-	if cfg.Disclosure.Enabled {
-		errs = append(errs, errors.New("configuration: disclosure.enabled: progressive disclosure is not wired into the gateway yet; remove it"))
-	}
 	names := cfg.Names()
 	opts := &Options{}
+	var disclosed []string
 	for _, name := range names {
 		s := cfg.Servers[name]
 		if s == nil {
@@ -42,8 +47,8 @@ func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 		if len(names) > 1 && s.Prefix == "" {
 			errs = append(errs, fmt.Errorf("configuration: servers.%s.prefix: the gateway prefixes every server's names when it fronts more than one; remove the empty prefix or give one", name))
 		}
-		if s.Disclose && !cfg.Disclosure.Enabled {
-			errs = append(errs, fmt.Errorf("configuration: servers.%s.disclose: progressive disclosure is not wired into the gateway yet; remove it", name))
+		if s.Disclose {
+			disclosed = append(disclosed, name)
 		}
 		var transport string
 		switch s.Type {
@@ -86,5 +91,22 @@ func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 		return nil, err
 	}
 	opts.Resolver = r
+	if len(disclosed) > 0 {
+		d := &Disclosure{Servers: disclosed, Options: disclose.Options{TTL: time.Duration(cfg.Disclosure.TTL)}}
+		if cfg.Disclosure.Store == config.StoreRedis {
+			ropts, err := redis.ParseURL(cfg.Redis.URL)
+			if err != nil {
+				return nil, fmt.Errorf("configuration: redis.url: %w", err)
+			}
+			prefix := cfg.Redis.Prefix
+			if prefix == "" {
+				prefix = config.DefaultRedisPrefix
+			}
+			client := redis.NewClient(ropts)
+			d.Options.Store = redisstore.New(client, &redisstore.Options{Prefix: prefix + "disclose:"})
+			d.Close = client.Close
+		}
+		opts.Disclosure = d
+	}
 	return opts, nil
 }

@@ -13,6 +13,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/preflightmcp/preflight/disclose"
 	"github.com/preflightmcp/preflight/gateway/bridge"
 	"github.com/preflightmcp/preflight/gateway/catalog"
 	"github.com/preflightmcp/preflight/gateway/pipeline"
@@ -76,6 +78,9 @@ type Options struct {
 	// SessionIdle closes a legacy (2025-11-25) client's session after it
 	// has sent nothing for this long. Zero means DefaultSessionIdle.
 	SessionIdle time.Duration
+	// Disclosure turns on progressive disclosure of tool descriptions for
+	// some or all upstreams. Nil means off.
+	Disclosure *Disclosure
 }
 
 // UpstreamSpec describes one upstream server and how its names are exposed.
@@ -157,6 +162,11 @@ type Gateway struct {
 	wg       sync.WaitGroup
 
 	subs subscriptions
+
+	// Progressive disclosure; disclosure is nil when it is off.
+	disclosure                         *disclose.Server
+	discloseLevel                      disclose.SchemaLevel
+	discloseResource, discloseTemplate json.RawMessage
 }
 
 // New builds a gateway; it connects nothing until [Gateway.Start].
@@ -298,6 +308,9 @@ func (g *Gateway) Close() error {
 	g.wg.Wait()
 	for ss := range g.server.Sessions() {
 		ss.Close()
+	}
+	if d := g.opts.Disclosure; d != nil && d.Close != nil {
+		return d.Close()
 	}
 	return nil
 }

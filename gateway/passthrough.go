@@ -23,7 +23,7 @@ import (
 // forwarded as it came (package bridge renames the tool and streams the
 // answer back). The upstream validates what the SDK would have (the _meta
 // of the request, its Mcp-Param headers against the tool's schema), so the
-// client gets the answers a direct call would get. Everything else (other
+// client gets the answers a direct call would get. Everything else (calls of disclosed tools, which package disclose gates, other
 // methods, legacy sessions, retries that carry requestState or
 // inputResponses, which the gateway must open, and requests the gateway
 // must refuse itself) goes to next, the SDK's handler, with the body as it
@@ -93,8 +93,8 @@ func (g *Gateway) passable(r *http.Request, body []byte) (*pipeline.Call, json.R
 		}
 	}
 	t, ok := g.View().Tool(name)
-	if !ok {
-		return nil, nil, false
+	if !ok || g.discloses(t.Upstream) {
+		return nil, nil, false // a disclosed tool's call is gated by the SDK path
 	}
 	if conn, ok := g.Upstream(t.Upstream); !ok || !conn.Passthrough() {
 		return nil, nil, false

@@ -134,7 +134,11 @@ func (g *Gateway) rebuild() *snapshot {
 			continue
 		}
 		want[t.Exposed] = t.Upstream + "\x00" + string(t.Raw)
-		snap.tools = append(snap.tools, toolListing(t))
+		listing := toolListing(t)
+		if g.disclosure != nil && g.discloses(t.Upstream) {
+			listing = g.minimalListing(t, listing)
+		}
+		snap.tools = append(snap.tools, listing)
 	}
 	var drop []string
 	for name := range g.mirror.tools {
@@ -198,6 +202,9 @@ func (g *Gateway) rebuild() *snapshot {
 	if len(drop) > 0 {
 		g.server.RemoveResources(drop...)
 	}
+	if g.disclosure != nil {
+		snap.resources = append(snap.resources, g.discloseResource)
+	}
 	wantT := map[string]bool{}
 	for _, t := range v.Templates {
 		if err := g.syncTemplate(t); err != nil {
@@ -206,6 +213,9 @@ func (g *Gateway) rebuild() *snapshot {
 		}
 		wantT[t.URITemplate] = true
 		snap.templates = append(snap.templates, t.Raw)
+	}
+	if g.disclosure != nil {
+		snap.templates = append(snap.templates, g.discloseTemplate)
 	}
 	drop = drop[:0]
 	for tmpl := range g.mirror.templates {

@@ -43,6 +43,7 @@ func (g *Gateway) newServer(info *mcp.Implementation) *mcp.Server {
 		UnsubscribeHandler: g.unsubscribe,
 	})
 	g.rs = resolve.NewServer(s, &resolve.ServerOptions{Logger: g.logger})
+	g.installDisclosure(s)
 	s.AddReceivingMiddleware(g.middleware)
 	return s
 }
@@ -55,6 +56,14 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			g.wantLazy()
 			return g.list(method, req)
 		case upstream.MethodCallTool, upstream.MethodGetPrompt, upstream.MethodReadResource:
+			if method == upstream.MethodReadResource && g.disclosureRead(req) {
+				return next(ctx, method, req)
+			}
+			if method == upstream.MethodCallTool {
+				if res, err, refused := g.gate(ctx, req, next); refused {
+					return res, err
+				}
+			}
 			c, err := callOf(method, req)
 			if err != nil {
 				return nil, err

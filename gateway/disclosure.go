@@ -1,0 +1,154 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/preflightmcp/preflight/disclose"
+	"github.com/preflightmcp/preflight/gateway/catalog"
+)
+
+// Disclosure turns on progressive disclosure of tool descriptions (seed
+// 004, package disclose) for some or all upstreams: their tools are listed
+// minimally, their full definitions (with the gateway's exposed names) are
+// the tool_descriptions resource, and a call of one of them is refused
+// with TOOL_DESCRIPTION_REQUIRED until the caller's scope (legacy session,
+// or 2026-07-28 principal) has read its description.
+type Disclosure struct {
+	// Servers names the upstreams whose tools are disclosed; nil means
+	// every upstream.
+	Servers []string
+	// Options configure package disclose: the store (memory by default;
+	// gateway/redisstore for replicas), the TTL, the resource's URI, the
+	// schema level of the minimal listing, the rate of reads.
+	Options disclose.Options
+	// Close, if set, is called by [Gateway.Close]: it releases what the
+	// options hold, such as the Redis client of a store that
+	// [OptionsFromConfig] opened.
+	Close func() error
+}
+
+// discloses reports whether the tools of the named upstream are disclosed.
+func (g *Gateway) discloses(up string) bool {
+	d := g.opts.Disclosure
+	return d != nil && (d.Servers == nil || slices.Contains(d.Servers, up))
+}
+
+// gatePassed is what the innermost middleware answers a tools/call that
+// package disclose let through: the gateway then serves the call itself.
+var gatePassed = &mcp.CallToolResult{}
+
+// installDisclosure installs package disclose on the SDK server, below the
+// gateway's own middleware. The gateway answers tools/list itself (with
+// minimal entries for disclosed tools, see [Gateway.rebuild]); disclose
+// sees the SDK's mirror of the catalog, filtered to the disclosed tools,
+// so it serves their full definitions and gates their calls; a call it
+// lets through stops at the filter with gatePassed instead of reaching
+// the SDK's placeholder handler.
+func (g *Gateway) installDisclosure(s *mcp.Server) {
+	d := g.opts.Disclosure
+	if d == nil {
+		return
+	}
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch method {
+			case "tools/call":
+				return gatePassed, nil
+			case "tools/list":
+				res, err := next(ctx, method, req)
+				if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+					out := *lr
+					out.Tools = nil
+					v := g.View()
+					for _, t := range lr.Tools {
+						if ct, ok := v.Tool(t.Name); ok && g.discloses(ct.Upstream) {
+							out.Tools = append(out.Tools, t)
+						}
+					}
+					return &out, nil
+				}
+				return res, err
+			}
+			return next(ctx, method, req)
+		}
+	})
+	opts := d.Options
+	if opts.Logger == nil {
+		opts.Logger = g.logger
+	}
+	g.disclosure = disclose.New(s, &opts)
+	g.discloseLevel = opts.Schema
+	res, _ := json.Marshal(&mcp.Resource{
+		URI:         g.disclosure.URI(),
+		Name:        disclose.ResourceName,
+		Title:       "Tool descriptions",
+		Description: disclose.ResourceDescription(g.disclosure.URI()),
+		MIMEType:    "application/json",
+	})
+	tmpl, _ := json.Marshal(&mcp.ResourceTemplate{
+		URITemplate: g.disclosure.URI() + "{?tools}",
+		Name:        "tool_descriptions",
+		Title:       "Tool descriptions, selected",
+		Description: "Full definitions of the named tools (comma-separated, exactly as in tools/list). " + disclose.ResourceDescription(g.disclosure.URI()),
+		MIMEType:    "application/json",
+	})
+	g.discloseResource, g.discloseTemplate = res, tmpl
+}
+
+// disclosureRead reports whether a resources/read is of the
+// tool_descriptions resource, which package disclose serves.
+func (g *Gateway) disclosureRead(req mcp.Request) bool {
+	if g.disclosure == nil {
+		return false
+	}
+	p, ok := req.GetParams().(*mcp.ReadResourceParams)
+	if !ok || p == nil {
+		return false
+	}
+	_, ours, _ := disclose.ParseSelection(g.disclosure.URI(), p.URI, -1)
+	return ours
+}
+
+// gate runs package disclose's check of a tools/call of a disclosed tool:
+// refused is disclose's refusal (a tool result or a JSON-RPC error), to be
+// returned as it is.
+func (g *Gateway) gate(ctx context.Context, req mcp.Request, next mcp.MethodHandler) (res mcp.Result, err error, refused bool) {
+	if g.disclosure == nil {
+		return nil, nil, false
+	}
+	p, ok := req.GetParams().(*mcp.CallToolParamsRaw)
+	if !ok || p == nil {
+		return nil, nil, false
+	}
+	t, ok := g.View().Tool(p.Name)
+	if !ok || !g.discloses(t.Upstream) {
+		return nil, nil, false
+	}
+	res, err = next(ctx, "tools/call", req)
+	if err == nil && res == gatePassed {
+		return nil, nil, false
+	}
+	return res, err, true
+}
+
+// minimalListing is t's tools/list entry under disclosure: disclose's
+// minimal form of the tool the SDK mirror holds, with the gateway's
+// markers.
+func (g *Gateway) minimalListing(t *catalog.Tool, full toolJSON) toolJSON {
+	if t.Tool == nil {
+		return full
+	}
+	tt := *t.Tool
+	tt.Name = t.Exposed
+	raw, err := json.Marshal(disclose.Minimal(&tt, g.discloseLevel))
+	if err != nil {
+		return full
+	}
+	mt := *t
+	mt.Exposed, mt.Name, mt.Raw = t.Exposed, t.Exposed, raw
+	return toolListing(&mt)
+}
