@@ -869,7 +869,8 @@ func firstBytes(set *[256]bool, re *syntax.Regexp) bool {
 
 // appendWindows appends to out the windows of t where a match can use
 // the element around the occurrence of keyword k at p, after the checks.
-func (pl *plan) appendWindows(out []window, t string, p, k int) []window {
+// Each check run is charged to budget.
+func (pl *plan) appendWindows(out []window, t string, p, k int, budget *int) []window {
 	for _, occ := range pl.elems[k] {
 		es := p - occ.off
 		ee := es + len(occ.s)
@@ -879,8 +880,11 @@ func (pl *plan) appendWindows(out []window, t string, p, k int) []window {
 		if pl.quick != nil && !pl.quick.pass(t, ee) {
 			continue
 		}
-		if pl.check != nil && !pl.check.MatchString(t[ee:min(len(t), ee+pl.checkLen+utf8.UTFMax)]) {
-			continue
+		if pl.check != nil {
+			in := t[ee:min(len(t), ee+pl.checkLen+utf8.UTFMax)]
+			if *budget -= len(in); !pl.check.MatchString(in) {
+				continue
+			}
 		}
 		w := window{start: pl.start.start(t, es), end: pl.end.end(t, ee)}
 		if !containsAll(t[w.start:es], pl.before) || !containsAll(t[ee:w.end], pl.after) {

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -36,9 +37,6 @@ type secretRule struct {
 	allow       []*config.Allowlist
 	keywords    []int
 	plans       []plan // nil: run on the whole text when a keyword occurs
-	// path is set for rules gitleaks applies only to files whose name
-	// matches; results have no file name, so they apply everywhere.
-	path bool
 }
 
 func loadSecretRules() (*ruleSet, error) {
@@ -73,13 +71,15 @@ func newRuleSet(cfg config.Config) (*ruleSet, error) {
 	index := map[string]int{}
 	for _, id := range cfg.OrderedRules {
 		r, ok := cfg.Rules[id]
-		if !ok || r.Regex == nil || r.SkipReport || len(r.Keywords) == 0 {
-			// Path-only rules need a file name; rules reported only as
-			// part of another, and rules without keywords, are not in the
-			// default set (a test checks it).
+		if !ok || r.Regex == nil || r.Path != nil || r.SkipReport || len(r.Keywords) == 0 {
+			// Rules limited to some file names do not apply to a result,
+			// which has none, as gitleaks does not apply them to a text
+			// without one. Rules reported only as part of another, and
+			// rules without keywords, are not in the default set (a test
+			// checks it).
 			continue
 		}
-		sr := &secretRule{id: r.RuleID, re: r.Regex, secretGroup: r.SecretGroup, entropy: r.Entropy, allow: r.Allowlists, path: r.Path != nil}
+		sr := &secretRule{id: r.RuleID, re: r.Regex, secretGroup: r.SecretGroup, entropy: r.Entropy, allow: r.Allowlists}
 		var kws []string
 		for _, k := range r.Keywords {
 			k = strings.ToLower(k)
@@ -201,7 +201,20 @@ type secretFinding struct {
 // scan calls emit for every secret in t, as gitleaks' detector reports it
 // for a fragment without a file name, except that gitleaks:allow comments
 // are not honoured (the text comes from a server, not a developer).
-func (rs *ruleSet) scan(t string, emit func(secretFinding)) {
+//
+// budget bounds the work: it is decreased by the bytes of text the rules'
+// expressions read (windows, whole texts and checks), and scan stops and
+// returns false when it runs out, so that a text made to match everywhere
+// costs a bounded time.
+func (rs *ruleSet) scan(t string, budget *int, emit func(secretFinding)) bool {
+	src := origin{text: t}
+	if strings.ContainsRune(t, '\u212A') || strings.ContainsRune(t, '\u017F') {
+		// The two runes that fold to ASCII letters would defeat the
+		// windows: the rules read a copy with ASCII letters in their
+		// place, and what they match is mapped back to t.
+		src.fold = foldRunes(t)
+		t = src.fold.text
+	}
 	st := scanStates.Get().(*scanState)
 	defer scanStates.Put(st)
 	if cap(st.full) < len(rs.rules) {
@@ -222,6 +235,9 @@ func (rs *ruleSet) scan(t string, emit func(secretFinding)) {
 	}()
 
 	ascii := rs.matcher.walk(t, func(p, k int) {
+		if *budget < 0 {
+			return
+		}
 		for _, ri := range rs.users[k] {
 			rs.mark(st, ri)
 			r := rs.rules[ri]
@@ -233,40 +249,100 @@ func (rs *ruleSet) scan(t string, emit func(secretFinding)) {
 				continue
 			}
 			for pi := range r.plans {
-				st.windows[ri] = r.plans[pi].appendWindows(st.windows[ri], t, p, k)
+				st.windows[ri] = r.plans[pi].appendWindows(st.windows[ri], t, p, k, budget)
 			}
 		}
 	})
 	if !ascii {
-		// Runes that fold to ASCII letters defeat the windows: the rules
-		// concerned run on the whole text. So do rules whose keywords
-		// appear only once the text is lower-cased as Unicode, which is
-		// how gitleaks selects rules.
-		whole := strings.ContainsRune(t, '\u212A') || strings.ContainsRune(t, '\u017F')
-		for _, ri := range st.touched {
-			st.full[ri] = st.full[ri] || whole
-		}
+		// gitleaks selects rules by their keywords in the text lower-cased
+		// as Unicode. For a rule run in windows that changes nothing (its
+		// expression cannot match a keyword that only Unicode folding
+		// makes); the others run on the whole text.
 		if lower := strings.ToLower(t); lower != t {
 			rs.matcher.walk(lower, func(_, k int) {
 				for _, ri := range rs.users[k] {
-					rs.mark(st, ri)
-					st.full[ri] = true
+					if rs.rules[ri].plans == nil {
+						rs.mark(st, ri)
+						st.full[ri] = true
+					}
 				}
 			})
 		}
 	}
 
 	for _, ri := range st.touched {
+		if *budget < 0 {
+			return false
+		}
 		r := rs.rules[ri]
-		if !st.full[ri] && !rs.runWindows(r, t, st.windows[ri], emit) {
+		if !st.full[ri] && !rs.runWindows(r, t, st.windows[ri], budget, src, emit) {
 			st.full[ri] = true
 		}
 		if st.full[ri] {
+			if *budget -= len(t); *budget < 0 {
+				return false
+			}
 			for _, m := range r.re.FindAllStringSubmatchIndex(t, -1) {
-				rs.report(r, t, 0, m, emit)
+				rs.report(r, src, 0, m, emit)
 			}
 		}
 	}
+	return *budget >= 0
+}
+
+// origin is the text a scan reports on, and the copy its rules read
+// when that differs.
+type origin struct {
+	text string
+	fold *folded // nil: the rules read text
+}
+
+// orig maps a position of what the rules read to text.
+func (s origin) orig(p int) int {
+	if s.fold == nil || p < 0 {
+		return p
+	}
+	return s.fold.orig(p)
+}
+
+// folded is a text with U+212A and U+017F replaced by "K" and "s", and the
+// positions where it is shorter than the original.
+type folded struct {
+	text  string
+	at    []int // positions in text after which the original is longer
+	extra []int // by how much, in total, up to there
+}
+
+func foldRunes(t string) *folded {
+	f := &folded{}
+	var b strings.Builder
+	total := 0
+	for _, r := range t {
+		switch r {
+		case '\u212A':
+			b.WriteByte('K')
+			total += 2
+		case '\u017F':
+			b.WriteByte('s')
+			total++
+		default:
+			b.WriteRune(r)
+			continue
+		}
+		f.at = append(f.at, b.Len())
+		f.extra = append(f.extra, total)
+	}
+	f.text = b.String()
+	return f
+}
+
+// orig maps a position of f.text to the original text.
+func (f *folded) orig(p int) int {
+	i := sort.SearchInts(f.at, p+1) // replacements ending at or before p
+	if i == 0 {
+		return p
+	}
+	return p + f.extra[i-1]
 }
 
 func (rs *ruleSet) mark(st *scanState, r int) {
@@ -279,7 +355,7 @@ func (rs *ruleSet) mark(st *scanState, r int) {
 // runWindows runs r over the merged windows; false when a match touches a
 // window's inner edge, where the cut could have made or changed it (the
 // rule then runs on the whole text instead).
-func (rs *ruleSet) runWindows(r *secretRule, t string, ws []window, emit func(secretFinding)) bool {
+func (rs *ruleSet) runWindows(r *secretRule, t string, ws []window, budget *int, src origin, emit func(secretFinding)) bool {
 	if len(ws) == 0 {
 		return true
 	}
@@ -299,6 +375,9 @@ func (rs *ruleSet) runWindows(r *secretRule, t string, ws []window, emit func(se
 	}
 	var all []found
 	for _, w := range merged {
+		if *budget -= w.end - w.start; *budget < 0 {
+			return true // the caller stops
+		}
 		for _, m := range r.re.FindAllStringSubmatchIndex(t[w.start:w.end], -1) {
 			if (m[0] == 0 && w.start > 0) || (m[1] == w.end-w.start && w.end < len(t)) {
 				return false
@@ -307,14 +386,22 @@ func (rs *ruleSet) runWindows(r *secretRule, t string, ws []window, emit func(se
 		}
 	}
 	for _, f := range all {
-		rs.report(r, t, f.off, f.m, emit)
+		rs.report(r, src, f.off, f.m, emit)
 	}
 	return true
 }
 
 // report applies gitleaks' secret extraction, entropy and allowlists to a
-// match m (indexes relative to off) and emits what survives.
-func (rs *ruleSet) report(r *secretRule, t string, off int, m []int, emit func(secretFinding)) {
+// match m (indexes relative to off in what the rules read) and emits what
+// survives, in src.text.
+func (rs *ruleSet) report(r *secretRule, src origin, off int, m []int, emit func(secretFinding)) {
+	t := src.text
+	for i := range m {
+		if m[i] >= 0 {
+			m[i] = src.orig(off + m[i])
+		}
+	}
+	off = 0
 	ms, me := off+m[0], off+m[1]
 	for me > ms && t[me-1] == '\n' {
 		me--
