@@ -92,7 +92,7 @@ func FuzzRenderJSON(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		d, ok := renderJSON(s)
+		d, ok := renderJSON(s, true)
 		dec := json.NewDecoder(strings.NewReader(s))
 		dec.UseNumber()
 		var v any
@@ -121,6 +121,11 @@ func FuzzRenderJSON(f *testing.F) {
 		}
 		if !slices.Equal(d.pieces, r.pieces) {
 			t.Fatalf("pieces of %q: %v, want %v", s, d.pieces, r.pieces)
+		}
+		// Unsorted, the same lines in the document's order.
+		u, ok := renderJSON(s, false)
+		if !ok || len(u.text) != len(d.text) || len(u.pieces) != len(d.pieces) {
+			t.Fatalf("unsorted rendering of %q: %q", s, u.text)
 		}
 	})
 }

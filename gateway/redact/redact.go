@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -302,6 +303,24 @@ func withheld(rep *Report, why string) (*mcp.CallToolResult, Report) {
 		Content: []mcp.Content{&mcp.TextContent{Text: "The result of this call was withheld by the gateway's policy: " + why + "."}},
 		IsError: true,
 	}, *rep
+}
+
+// Passes reports whether a result whose JSON is body would come out of
+// [Redactor.Result] untouched at sensitivity s, without decoding it: s is
+// below both thresholds and body holds no trust-annotations key that
+// could raise it. A gateway that forwards results as bytes decodes only
+// the others.
+func (r *Redactor) Passes(s hints.Sensitivity, body []byte) bool {
+	if s.Rank() < 0 {
+		s = ""
+	}
+	if reaches(s, r.withhold) || reaches(s, r.from) {
+		return false
+	}
+	// The key's name without its prefix, which an encoder may write as
+	// "io.modelcontextprotocol\/trust-annotations".
+	return !reaches(r.sensitive, r.withhold) && !reaches(r.sensitive, r.from) ||
+		!bytes.Contains(body, []byte("trust-annotations"))
 }
 
 // trustAnnotations is the _meta key of the trust-annotations extension.

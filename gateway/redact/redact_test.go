@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -332,6 +333,24 @@ func TestMirroredTextMatchesStructured(t *testing.T) {
 	}
 }
 
+// A text that is JSON stays JSON: a card number given as a number becomes
+// a string.
+func TestJSONTextStaysJSON(t *testing.T) {
+	r := newRedactor(t, nil)
+	in := `{"pan": 4111111111111111, "n": [1, -2.5e3], "s": "4111 1111 1111 1111"}`
+	out, _ := r.Result(textResult(in), hints.SensitivityConfidential)
+	want := `{"pan": "[REDACTED:payment-card]", "n": [1, -2.5e3], "s": "[REDACTED:payment-card]"}`
+	if got := text(t, out, 0); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	// A text that only starts like JSON is replaced whole.
+	in = `[INFO] card 4111111111111111 for "jane@example.com"`
+	out, _ = r.Result(textResult(in), hints.SensitivityConfidential)
+	if got, want := text(t, out, 0), `[INFO] card [REDACTED:payment-card] for "[REDACTED:email]"`; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
 // A text that is JSON is read decoded: an address at the start of a line
 // is "\njane@..." there, not the address "njane@...".
 func TestJSONTextReadDecoded(t *testing.T) {
@@ -578,5 +597,86 @@ func TestDefaultRules(t *testing.T) {
 	}
 	if planned < len(rs.rules)-10 {
 		t.Errorf("only %d of %d rules run in windows", planned, len(rs.rules))
+	}
+}
+
+// Passes says, from the bytes, when Result would return a result as it is.
+func TestPasses(t *testing.T) {
+	plain := []byte(`{"content":[{"type":"text","text":"jane@example.com"}]}`)
+	labelled := []byte(`{"content":[{"type":"text","text":"x","_meta":{"io.modelcontextprotocol/trust-annotations":{"sensitive":true}}}]}`)
+	for _, c := range []struct {
+		opts  *Options
+		level hints.Sensitivity
+		body  []byte
+		want  bool
+	}{
+		{nil, hints.SensitivityInternal, plain, true},
+		{nil, "", plain, true},
+		{nil, "nonsense", plain, true},
+		{nil, hints.SensitivityConfidential, plain, false},
+		{nil, hints.SensitivityRestricted, plain, false},
+		{nil, hints.SensitivityInternal, labelled, false},
+		{nil, hints.SensitivityInternal, bytes.ReplaceAll(labelled, []byte("/"), []byte(`\/`)), false},
+		{&Options{Sensitive: hints.SensitivityInternal}, hints.SensitivityPublic, labelled, true},
+		{&Options{From: Off, Withhold: Off}, hints.SensitivityRestricted, labelled, true},
+	} {
+		r := newRedactor(t, c.opts)
+		if got := r.Passes(c.level, c.body); got != c.want {
+			t.Errorf("options %+v, level %q, body %s: Passes = %v, want %v", c.opts, c.level, c.body, got, c.want)
+		}
+		// What Passes promises, Result keeps.
+		var res mcp.CallToolResult
+		if err := json.Unmarshal(c.body, &res); err != nil {
+			t.Fatal(err)
+		}
+		if out, _ := r.Result(&res, c.level); c.want && out != &res {
+			t.Errorf("options %+v, level %q: Passes, but Result changed the result", c.opts, c.level)
+		}
+	}
+}
+
+// A text made to match everywhere costs a bounded amount of work: the
+// scan stops when it has read workFactor times MaxBytes, and the result
+// is withheld. (BenchmarkCostly says how long that takes.)
+func TestCostlyResultWithheld(t *testing.T) {
+	r := newRedactor(t, &Options{MaxBytes: 16 << 10})
+	costly := textResult(strings.Repeat(`password = "aB3dE5gH7jK9mN1pQ"`+"\n", (16<<10)/33))
+	out, rep := r.Result(costly, hints.SensitivityConfidential)
+	if !rep.Withheld || rep.Reason != tooCostly || !out.IsError {
+		t.Errorf("a costly result was not withheld: %+v", rep)
+	}
+	// The same secrets in an ordinary amount are redacted.
+	few := textResult(strings.Repeat(`password = "aB3dE5gH7jK9mN1pQ"`+"\n", 20))
+	if _, rep := r.Result(few, hints.SensitivityConfidential); rep.Withheld || rep.Kinds["generic-api-key"] != 1 {
+		t.Errorf("ordinary secrets: %+v", rep)
+	}
+	// The scan itself stops when its budget runs out.
+	rs := testRules(t)
+	budget := 1000
+	if rs.scan(text(t, costly, 0), &budget, func(secretFinding) {}) {
+		t.Error("a scan over its budget reported success")
+	}
+}
+
+// Runes that fold to ASCII letters (KELVIN SIGN for k, LONG S for s) are
+// matched as gitleaks matches them, and what is redacted is the text as
+// it was.
+func TestFoldingRunes(t *testing.T) {
+	r := newRedactor(t, &Options{Kinds: []Kind{Secrets}})
+	secret := token(11, alnum, 20)
+	in := "api_\u212Aey = \"" + secret + "\" and \u017Fecret = \"" + token(12, alnum, 20) + "\""
+	out, rep := r.Result(textResult(in), hints.SensitivityConfidential)
+	want := "api_\u212Aey = \"[REDACTED:generic-api-key]\" and \u017Fecret = \"[REDACTED:generic-api-key]\""
+	if got := text(t, out, 0); got != want || rep.Kinds["generic-api-key"] != 2 {
+		t.Errorf("got %q (%v), want %q", got, rep.Kinds, want)
+	}
+	f := foldRunes("a\u212Ab\u017Fc\u212A")
+	if f.text != "aKbscK" {
+		t.Fatalf("folded %q", f.text)
+	}
+	for p, want := range []int{0, 1, 4, 5, 7, 8, 11} {
+		if got := f.orig(p); got != want {
+			t.Errorf("orig(%d) = %d, want %d", p, got, want)
+		}
 	}
 }

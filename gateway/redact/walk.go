@@ -45,7 +45,9 @@ func (d doc) add(values map[string]string, kind string, s, e int) {
 // collect returns the texts of res to scan, their size, and how many
 // binary blocks it holds.
 func collect(res *mcp.CallToolResult) (docs []doc, size, unscanned int) {
-	var c collector
+	// Sorting the keys of JSON text costs; it pays when the text may
+	// mirror structured content, which renders sorted.
+	c := collector{sortKeys: res.StructuredContent != nil}
 	c.content(res.Content)
 	if res.StructuredContent != nil {
 		c.structured(res.StructuredContent)
@@ -57,6 +59,7 @@ type collector struct {
 	docs      []doc
 	size      int
 	unscanned int
+	sortKeys  bool // render JSON text with sorted keys
 }
 
 // text adds a string of the result. A JSON object or array is read as
@@ -68,7 +71,7 @@ func (c *collector) text(s string) {
 		return
 	}
 	c.size += len(s)
-	if d, ok := renderJSON(s); ok {
+	if d, ok := renderJSON(s, c.sortKeys); ok {
 		c.docs = append(c.docs, d)
 		return
 	}
@@ -338,7 +341,7 @@ func rewriteContent(blocks []mcp.Content, repl *strings.Replacer) ([]mcp.Content
 // rewriteBlock returns a rewritten copy of b, nil when nothing changes.
 func rewriteBlock(b mcp.Content, repl *strings.Replacer) mcp.Content {
 	r := func(s string, changed *bool) string {
-		n := repl.Replace(s)
+		n := replaceText(s, repl)
 		*changed = *changed || n != s
 		return n
 	}
@@ -362,7 +365,7 @@ func rewriteBlock(b mcp.Content, repl *strings.Replacer) mcp.Content {
 		rc := *b.Resource
 		rc.URI, rc.Text = r(rc.URI, &changed), r(rc.Text, &changed)
 		if len(rc.Blob) > 0 && textual(rc.MIMEType, rc.Blob) {
-			if n := repl.Replace(string(rc.Blob)); n != string(rc.Blob) {
+			if n := replaceText(string(rc.Blob), repl); n != string(rc.Blob) {
 				rc.Blob, changed = []byte(n), true
 			}
 		}
@@ -394,6 +397,75 @@ func rewriteBlock(b mcp.Content, repl *strings.Replacer) mcp.Content {
 		}
 	}
 	return nil
+}
+
+// replaceText applies repl to a string of the result. In a JSON text it
+// replaces within each string and number apart, and a number that changes
+// becomes a string, so that the text stays JSON; a text with anything
+// but JSON outside its strings is replaced as a whole.
+func replaceText(s string, repl *strings.Replacer) string {
+	whole := repl.Replace(s)
+	if whole == s {
+		return s
+	}
+	if i := strings.IndexAny(s, "{["); i < 0 || strings.TrimLeft(s[:i], " \t\r\n") != "" {
+		return whole
+	}
+	var b []byte
+	changed := false
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '"':
+			j := i + 1
+			for j < len(s) && s[j] != '"' {
+				if s[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if j >= len(s) {
+				return whole // not JSON after all
+			}
+			inner := s[i+1 : j]
+			n := repl.Replace(inner)
+			changed = changed || n != inner
+			b = append(append(append(b, '"'), n...), '"')
+			i = j + 1
+		case c == '-' || isDigit(c):
+			j := i + 1
+			for j < len(s) && (isDigit(s[j]) || strings.IndexByte(".eE+-", s[j]) >= 0) {
+				j++
+			}
+			num := s[i:j]
+			if n := repl.Replace(num); n != num {
+				changed = true
+				b = strconv.AppendQuote(b, n)
+			} else {
+				b = append(b, num...)
+			}
+			i = j
+		case strings.IndexByte("{}[],: \t\r\n", c) >= 0:
+			b = append(b, c)
+			i++
+		default:
+			w := ""
+			for _, lit := range []string{"true", "false", "null"} {
+				if strings.HasPrefix(s[i:], lit) {
+					w = lit
+				}
+			}
+			if w == "" {
+				return whole // not JSON after all
+			}
+			b = append(b, w...)
+			i += len(w)
+		}
+	}
+	if !changed {
+		return whole // what changed spans tokens: not JSON as it seemed
+	}
+	return string(b)
 }
 
 // rewriteStructured applies repl to the strings, keys and numbers of v,
@@ -534,11 +606,11 @@ func validRegion(region string) bool {
 }
 
 // renderJSON renders a JSON object or array as renderer.value renders its
-// decoded value (in the document's order of keys), reading the text once
-// without building the value; false when s is not one JSON object or
-// array.
-func renderJSON(s string) (doc, bool) {
-	p := jsonReader{s: s}
+// decoded value, reading the text once without building the value; false
+// when s is not one JSON object or array. Unless sorted, keys stay in the
+// document's order.
+func renderJSON(s string, sorted bool) (doc, bool) {
+	p := jsonReader{s: s, sorted: sorted}
 	p.space()
 	if p.i == len(s) || s[p.i] != '{' && s[p.i] != '[' {
 		return doc{}, false
@@ -560,9 +632,10 @@ func renderJSON(s string) (doc, bool) {
 const maxDepth = 1000
 
 type jsonReader struct {
-	s string
-	i int
-	r renderer
+	s      string
+	i      int
+	r      renderer
+	sorted bool
 }
 
 func (p *jsonReader) space() {
@@ -589,7 +662,7 @@ func (p *jsonReader) value(key string, depth int) bool {
 			return true
 		}
 		objStart, objPieces := p.r.b.Len(), len(p.r.pieces)
-		var members []member
+		var members []member // for sorting
 		for {
 			p.space()
 			if p.i >= len(p.s) || p.s[p.i] != '"' {
@@ -621,14 +694,18 @@ func (p *jsonReader) value(key string, depth int) bool {
 					return false
 				}
 			}
-			members = append(members, member{k, start, p.r.b.Len(), pieces, len(p.r.pieces)})
+			if p.sorted {
+				members = append(members, member{k, start, p.r.b.Len(), pieces, len(p.r.pieces)})
+			}
 			p.space()
 			if p.i >= len(p.s) {
 				return false
 			}
 			if p.s[p.i] == '}' {
 				p.i++
-				p.r.sortMembers(objStart, objPieces, members)
+				if p.sorted {
+					p.r.sortMembers(objStart, objPieces, members)
+				}
 				return true
 			}
 			if p.s[p.i] != ',' {
