@@ -407,11 +407,12 @@ func (r *Redactor) detect(docs []doc, values map[string]string, budget *int) boo
 // priority orders kinds for a value found by several: a specific secret
 // rule, then personal data, then gitleaks' generic rules.
 func priority(kind string) int {
-	switch {
-	case strings.HasPrefix(kind, "generic"):
-		return 2
-	case slices.Contains(kindNames(), kind):
+	switch Kind(kind) {
+	case Email, Phone, PaymentCard, IBAN, USSSN, IPv4:
 		return 1
+	}
+	if strings.HasPrefix(kind, "generic") {
+		return 2
 	}
 	return 0
 }
@@ -458,13 +459,18 @@ func placeholder(kind string) string { return "[REDACTED:" + kind + "]" }
 // replacer replaces every value, and the forms it takes when written
 // inside a JSON string, by its placeholder; longer values first.
 func replacer(values map[string]string) *strings.Replacer {
-	forms := map[string]string{}
+	kinds := map[string]string{} // form -> kind
 	for v, k := range values {
 		for _, f := range jsonForms(v) {
-			if _, ok := forms[f]; !ok || len(k) > 0 {
-				forms[f] = placeholder(k)
+			// One value's form may be another's: the better kind names it.
+			if old, ok := kinds[f]; !ok || priority(k) < priority(old) || priority(k) == priority(old) && k < old {
+				kinds[f] = k
 			}
 		}
+	}
+	forms := map[string]string{}
+	for f, k := range kinds {
+		forms[f] = placeholder(k)
 	}
 	olds := slices.Collect(maps.Keys(forms))
 	slices.SortFunc(olds, func(a, b string) int {

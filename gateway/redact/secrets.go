@@ -317,7 +317,8 @@ func foldRunes(t string) *folded {
 	f := &folded{}
 	var b strings.Builder
 	total := 0
-	for _, r := range t {
+	for i := 0; i < len(t); {
+		r, w := utf8.DecodeRuneInString(t[i:])
 		switch r {
 		case '\u212A':
 			b.WriteByte('K')
@@ -326,9 +327,11 @@ func foldRunes(t string) *folded {
 			b.WriteByte('s')
 			total++
 		default:
-			b.WriteRune(r)
+			b.WriteString(t[i : i+w]) // as it is, valid or not
+			i += w
 			continue
 		}
+		i += w
 		f.at = append(f.at, b.Len())
 		f.extra = append(f.extra, total)
 	}

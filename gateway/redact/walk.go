@@ -617,7 +617,7 @@ func renderJSON(s string, sorted bool) (doc, bool) {
 	}
 	p.r.b.Grow(len(s) + len(s)/8)
 	p.r.pieces = make([]span, 0, strings.Count(s, `"`)/2+8)
-	if !p.value("", 0) {
+	if !p.value(nil, 0) {
 		return doc{}, false
 	}
 	p.space()
@@ -649,7 +649,9 @@ func (p *jsonReader) space() {
 	}
 }
 
-func (p *jsonReader) value(key string, depth int) bool {
+// value reads a value under key (the bytes of the rendering that hold
+// the key, which later writes never change).
+func (p *jsonReader) value(key []byte, depth int) bool {
 	if depth > maxDepth || p.i >= len(p.s) {
 		return false
 	}
@@ -673,7 +675,7 @@ func (p *jsonReader) value(key string, depth int) bool {
 			if !p.str() {
 				return false
 			}
-			k := string(p.r.b[start+1:])
+			k := p.r.b[start+1:]
 			p.space()
 			if p.i >= len(p.s) || p.s[p.i] != ':' {
 				return false
@@ -695,7 +697,7 @@ func (p *jsonReader) value(key string, depth int) bool {
 				}
 			}
 			if p.sorted {
-				members = append(members, member{k, start, p.r.b.Len(), pieces, len(p.r.pieces)})
+				members = append(members, member{string(k), start, p.r.b.Len(), pieces, len(p.r.pieces)})
 			}
 			p.space()
 			if p.i >= len(p.s) {
@@ -730,7 +732,10 @@ func (p *jsonReader) value(key string, depth int) bool {
 					return false
 				}
 			} else {
-				p.r.leafKey(key)
+				if len(key) > 0 {
+					p.r.b = strconv.AppendQuote(p.r.b, string(key))
+					p.r.b.WriteString(": ")
+				}
 				if !p.leaf() {
 					return false
 				}

@@ -216,3 +216,31 @@ func flipCase(r rune) rune {
 	}
 	return r
 }
+
+// FuzzScanFindsWhatGitleaksFinds is the same comparison on texts the
+// fuzzer makes from rule samples.
+func FuzzScanFindsWhatGitleaksFinds(f *testing.F) {
+	rs, d := testRules(f), newGitleaks(f)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i, r := range rs.rules {
+		if i%7 != 0 {
+			continue
+		}
+		parsed, err := syntax.Parse(r.re.String(), syntax.Perl)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add("key = " + generate(rng, parsed) + "\n" + generate(rng, parsed))
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		want, got := gitleaksSecrets(t, d, text), ourSecrets(t, rs, text)
+		for _, m := range missing(want, got) {
+			t.Errorf("text %q: gitleaks found %q, the scanner did not (it found %q)", text, m, got)
+		}
+		for _, x := range missing(got, want) {
+			if !explained(x, want) {
+				t.Errorf("text %q: the scanner found %q, gitleaks did not (it found %q)", text, x, want)
+			}
+		}
+	})
+}
