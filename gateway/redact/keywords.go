@@ -12,6 +12,9 @@ type keywordMatcher struct {
 	next    []uint16  // state*classes + class -> state
 	out     [][]int32 // state -> keywords ending here
 	lens    []int     // keyword -> length
+	// States from firstOut on, and only they, end keywords: the walk
+	// tests one number per byte.
+	firstOut int
 }
 
 func newKeywordMatcher(keywords []string) (*keywordMatcher, error) {
@@ -88,6 +91,37 @@ func newKeywordMatcher(keywords []string) (*keywordMatcher, error) {
 			}
 		}
 	}
+
+	// Number the states that end keywords last.
+	n := len(goTo)
+	order := make([]int, 0, n) // new -> old
+	for s := 0; s < n; s++ {
+		if len(m.out[s]) == 0 {
+			order = append(order, s)
+		}
+	}
+	m.firstOut = len(order)
+	for s := 0; s < n; s++ {
+		if len(m.out[s]) > 0 {
+			order = append(order, s)
+		}
+	}
+	if order[0] != 0 {
+		return nil, fmt.Errorf("redact: an empty keyword")
+	}
+	renum := make([]uint16, n) // old -> new
+	for nw, old := range order {
+		renum[old] = uint16(nw)
+	}
+	next := make([]uint16, len(m.next))
+	out := make([][]int32, n)
+	for nw, old := range order {
+		for c := 0; c < m.classes; c++ {
+			next[nw*m.classes+c] = renum[m.next[old*m.classes+c]]
+		}
+		out[nw] = m.out[old]
+	}
+	m.next, m.out = next, out
 	return m, nil
 }
 
@@ -95,13 +129,14 @@ func newKeywordMatcher(keywords []string) (*keywordMatcher, error) {
 // in order of their ends, and reports whether t is ASCII.
 func (m *keywordMatcher) walk(t string, fn func(start, keyword int)) (ascii bool) {
 	var high byte
+	next, class, classes, firstOut := m.next, &m.class, m.classes, m.firstOut
 	s := 0
 	for i := 0; i < len(t); i++ {
 		b := t[i]
 		high |= b
-		s = int(m.next[s*m.classes+int(m.class[b])])
-		if out := m.out[s]; out != nil {
-			for _, k := range out {
+		s = int(next[s*classes+int(class[b])])
+		if s >= firstOut {
+			for _, k := range m.out[s] {
 				fn(i+1-m.lens[k], int(k))
 			}
 		}

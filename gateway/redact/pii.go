@@ -13,6 +13,18 @@ import (
 // libphonenumber (github.com/nyaruka/phonenumbers) for phone numbers, the
 // SSA's rules for US social security numbers. Each reports spans of t.
 
+// digitRuns returns where the runs of digits of t start: the scanners of
+// numbers look only there, so that one pass over the text serves them all.
+func digitRuns(t string) []int {
+	var runs []int
+	for i := 0; i < len(t); i++ {
+		if isDigit(t[i]) && (i == 0 || !isDigit(t[i-1])) {
+			runs = append(runs, i)
+		}
+	}
+	return runs
+}
+
 func isDigit(b byte) bool  { return '0' <= b && b <= '9' }
 func isUpper(b byte) bool  { return 'A' <= b && b <= 'Z' }
 func isLetter(b byte) bool { return isUpper(b) || 'a' <= b && b <= 'z' }
@@ -109,11 +121,12 @@ func tld(label string) bool {
 // spaces or hyphens (one kind per number), that pass the Luhn check and
 // start with the issuer prefix of a card network at one of its lengths.
 
-func scanCards(t string, emit func(start, end int)) {
+func scanCards(t string, runs []int, emit func(start, end int)) {
 	type group struct{ start, end int }
 	var groups []group
-	for i := 0; i < len(t); i++ {
-		if !isDigit(t[i]) || !boundaryBefore(t, i, "") {
+	next := 0
+	for _, i := range runs {
+		if i < next || !boundaryBefore(t, i, "") {
 			continue
 		}
 		// A run of digit groups joined by one kind of separator; the
@@ -156,7 +169,7 @@ func scanCards(t string, emit func(start, end int)) {
 				}
 			}
 		}
-		i = j // the rest of the run starts no number
+		next = j // the rest of the run starts no number
 	}
 }
 
@@ -216,9 +229,11 @@ func cardNetwork(digits []byte) bool {
 // in groups of four separated by single spaces, of the length the IBAN
 // registry gives for the country and passing ISO 13616's mod-97 check.
 
-func scanIBANs(t string, emit func(start, end int)) {
-	for i := 0; i+4 <= len(t); i++ {
-		if !isUpper(t[i]) || !isUpper(t[i+1]) || !isDigit(t[i+2]) || !isDigit(t[i+3]) || !boundaryBefore(t, i, "") {
+func scanIBANs(t string, runs []int, emit func(start, end int)) {
+	next := 0
+	for _, d := range runs {
+		i := d - 2 // the check digits start a run
+		if i < next || i < 0 || i+4 > len(t) || !isUpper(t[i]) || !isUpper(t[i+1]) || !isDigit(t[i+3]) || !boundaryBefore(t, i, "") {
 			continue
 		}
 		want, ok := ibanLengths[t[i:i+2]]
@@ -244,7 +259,7 @@ func scanIBANs(t string, emit func(start, end int)) {
 		}
 		if n == want && boundaryAfter(t, j, "") && mod97(chars[:n]) {
 			emit(i, j)
-			i = j - 1
+			next = j
 		}
 	}
 }
@@ -287,9 +302,12 @@ var ibanLengths = map[string]int{
 // 666 or 900-999, and not one of the numbers the SSA voided after they
 // were printed in advertising.
 
-func scanSSNs(t string, emit func(start, end int)) {
-	for i := 0; i+11 <= len(t); i++ {
-		if !isDigit(t[i]) || !boundaryBefore(t, i, "-.") {
+func scanSSNs(t string, runs []int, emit func(start, end int)) {
+	for _, i := range runs {
+		if i+11 > len(t) {
+			break
+		}
+		if !boundaryBefore(t, i, "-.") {
 			continue
 		}
 		s := t[i : i+11]
@@ -309,7 +327,6 @@ func scanSSNs(t string, emit func(start, end int)) {
 			continue
 		}
 		emit(i, i+11)
-		i += 10
 	}
 }
 
@@ -324,9 +341,10 @@ func allDigits(s string) bool {
 
 // IPv4 addresses: four decimal octets without leading zeros.
 
-func scanIPv4(t string, emit func(start, end int)) {
-	for i := 0; i < len(t); i++ {
-		if !isDigit(t[i]) || !boundaryBefore(t, i, ".") {
+func scanIPv4(t string, runs []int, emit func(start, end int)) {
+	next := 0
+	for _, i := range runs {
+		if i < next || !boundaryBefore(t, i, ".") {
 			continue
 		}
 		j := i
@@ -351,11 +369,10 @@ func scanIPv4(t string, emit func(start, end int)) {
 		}
 		if ok && boundaryAfter(t, j, "") && !(j+1 < len(t) && t[j] == '.' && isDigit(t[j+1])) {
 			emit(i, j)
-			i = j
+			next = j
 			continue
 		}
-		for i+1 < len(t) && (isDigit(t[i+1]) || t[i+1] == '.') {
-			i++
+		for next = i; next < len(t) && (isDigit(t[next]) || t[next] == '.'); next++ {
 		}
 	}
 }
@@ -373,13 +390,16 @@ type phoneScanner struct {
 
 // scan charges phoneCost to budget for every candidate it checks, and
 // stops when the budget runs out.
-func (p phoneScanner) scan(t string, budget *int, emit func(start, end int)) {
-	for i := 0; i < len(t); i++ {
-		c := t[i]
-		plus := c == '+'
-		if !plus && !isDigit(c) && c != '(' {
+func (p phoneScanner) scan(t string, runs []int, budget *int, emit func(start, end int)) {
+	next := 0
+	for _, i := range runs {
+		if i > 0 && (t[i-1] == '+' || t[i-1] == '(') {
+			i-- // a number starts with its "+" or "("
+		}
+		if i < next {
 			continue
 		}
+		plus := t[i] == '+'
 		if !boundaryBefore(t, i, "+.-/_") {
 			continue
 		}
@@ -388,9 +408,7 @@ func (p phoneScanner) scan(t string, budget *int, emit func(start, end int)) {
 		}
 		end, digits, groups, paren := phoneRun(t, i+btoi(plus))
 		if end < 0 || !boundaryAfter(t, end, "") {
-			if end > i {
-				i = end - 1
-			}
+			next = max(next, end)
 			continue
 		}
 		region := p.region
@@ -405,7 +423,7 @@ func (p phoneScanner) scan(t string, budget *int, emit func(start, end int)) {
 				emit(i, end)
 			}
 		}
-		i = end - 1
+		next = end
 	}
 }
 

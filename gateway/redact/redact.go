@@ -83,17 +83,27 @@ type Redactor struct {
 	pii                       []piiScanner
 }
 
+// piiScanner is a personal-data detector. Scanners of numbers are given
+// where the text's runs of digits start (digitRuns).
 type piiScanner struct {
 	kind string
-	scan func(t string, budget *int, emit func(start, end int))
+	scan func(t string, runs []int, budget *int, emit func(start, end int))
 }
 
-// linear adapts a scanner whose cost is linear in the text (charged with
-// the text's length, once per scanner).
-func linear(scan func(t string, emit func(start, end int))) func(string, *int, func(int, int)) {
-	return func(t string, budget *int, emit func(int, int)) {
+// whole adapts a scanner that reads the whole text, charged an eighth of
+// its length.
+func whole(scan func(t string, emit func(start, end int))) func(string, []int, *int, func(int, int)) {
+	return func(t string, _ []int, budget *int, emit func(int, int)) {
 		*budget -= len(t) / 8
 		scan(t, emit)
+	}
+}
+
+// numbers adapts a scanner of numbers, charged for each run of digits.
+func numbers(scan func(t string, runs []int, emit func(start, end int))) func(string, []int, *int, func(int, int)) {
+	return func(t string, runs []int, budget *int, emit func(int, int)) {
+		*budget -= 16 * len(runs)
+		scan(t, runs, emit)
 	}
 }
 
@@ -152,17 +162,17 @@ func New(opts *Options) (*Redactor, error) {
 			}
 			r.rules = rs
 		case Email:
-			r.pii = append(r.pii, piiScanner{kind: string(k), scan: linear(scanEmails)})
+			r.pii = append(r.pii, piiScanner{kind: string(k), scan: whole(scanEmails)})
 		case Phone:
 			r.pii = append(r.pii, piiScanner{kind: string(k), scan: phoneScanner{region: region}.scan})
 		case PaymentCard:
-			r.pii = append(r.pii, piiScanner{kind: string(k), scan: linear(scanCards)})
+			r.pii = append(r.pii, piiScanner{kind: string(k), scan: numbers(scanCards)})
 		case IBAN:
-			r.pii = append(r.pii, piiScanner{kind: string(k), scan: linear(scanIBANs)})
+			r.pii = append(r.pii, piiScanner{kind: string(k), scan: numbers(scanIBANs)})
 		case USSSN:
-			r.pii = append(r.pii, piiScanner{kind: string(k), scan: linear(scanSSNs)})
+			r.pii = append(r.pii, piiScanner{kind: string(k), scan: numbers(scanSSNs)})
 		case IPv4:
-			r.pii = append(r.pii, piiScanner{kind: string(k), scan: linear(scanIPv4)})
+			r.pii = append(r.pii, piiScanner{kind: string(k), scan: numbers(scanIPv4)})
 		default:
 			errs = append(errs, fmt.Errorf("redact: unknown kind %q (allowed: %s)", k, strings.Join(kindNames(), ", ")))
 		}
@@ -386,16 +396,32 @@ func contentMeta(c mcp.Content) mcp.Meta {
 // the budget ran out.
 func (r *Redactor) detect(docs []doc, values map[string]string, budget *int) bool {
 	seen := make(map[string]bool, len(docs))
+	var seenLines map[uint64]bool
 	for _, d := range docs {
 		if seen[d.text] {
-			continue // a text that mirrors the structured content
+			continue // the same text twice
 		}
 		seen[d.text] = true
+		if d.pieces != nil && len(docs) > 1 {
+			if seenLines == nil {
+				seenLines = map[uint64]bool{}
+			}
+			if l := d.lines(); seenLines[l] {
+				continue // a text that mirrors the structured content
+			} else {
+				seenLines[l] = true
+			}
+		}
 		if r.rules != nil && !r.rules.scan(d.text, budget, func(f secretFinding) { d.add(values, f.rule, f.start, f.end) }) {
 			return false
 		}
+		var runs []int
+		if len(r.pii) > 0 {
+			runs = digitRuns(d.text)
+			*budget -= len(d.text) / 8
+		}
 		for _, p := range r.pii {
-			p.scan(d.text, budget, func(s, e int) { d.add(values, p.kind, s, e) })
+			p.scan(d.text, runs, budget, func(s, e int) { d.add(values, p.kind, s, e) })
 		}
 		if *budget < 0 {
 			return false
@@ -457,8 +483,8 @@ func countKinds(values map[string]string) map[string]int {
 func placeholder(kind string) string { return "[REDACTED:" + kind + "]" }
 
 // replacer replaces every value, and the forms it takes when written
-// inside a JSON string, by its placeholder; longer values first.
-func replacer(values map[string]string) *strings.Replacer {
+// inside a JSON string, by its placeholder.
+func replacer(values map[string]string) *valueReplacer {
 	kinds := map[string]string{} // form -> kind
 	for v, k := range values {
 		for _, f := range jsonForms(v) {
@@ -468,20 +494,77 @@ func replacer(values map[string]string) *strings.Replacer {
 			}
 		}
 	}
-	forms := map[string]string{}
-	for f, k := range kinds {
-		forms[f] = placeholder(k)
-	}
-	olds := slices.Collect(maps.Keys(forms))
-	slices.SortFunc(olds, func(a, b string) int {
+	r := &valueReplacer{olds: slices.Collect(maps.Keys(kinds))}
+	slices.SortFunc(r.olds, func(a, b string) int {
 		if len(a) != len(b) {
 			return len(b) - len(a)
 		}
 		return strings.Compare(a, b)
 	})
-	args := make([]string, 0, 2*len(olds))
-	for _, o := range olds {
-		args = append(args, o, forms[o])
+	for _, o := range r.olds {
+		r.news = append(r.news, placeholder(kinds[o]))
 	}
-	return strings.NewReplacer(args...)
+	return r
+}
+
+// valueReplacer replaces strings as strings.Replacer does (leftmost first;
+// of two at one place, the one listed first, here the longer), finding
+// each with strings.Index: the values are few, the strings many.
+type valueReplacer struct {
+	olds, news []string
+}
+
+func (r *valueReplacer) Replace(s string) string {
+	return r.apply(s, r.find(s))
+}
+
+// occurrence is a place where old string i of a valueReplacer occurs.
+type occurrence struct{ start, end, i int }
+
+// find returns the occurrences a replacement replaces, in order.
+func (r *valueReplacer) find(s string) []occurrence {
+	var found []occurrence
+	for i, o := range r.olds {
+		for off := 0; off+len(o) <= len(s); {
+			j := strings.Index(s[off:], o)
+			if j < 0 {
+				break
+			}
+			found = append(found, occurrence{off + j, off + j + len(o), i})
+			off += j + 1
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	slices.SortFunc(found, func(a, b occurrence) int {
+		if a.start != b.start {
+			return a.start - b.start
+		}
+		return a.i - b.i
+	})
+	kept, end := found[:0], 0
+	for _, o := range found {
+		if o.start >= end {
+			kept = append(kept, o)
+			end = o.end
+		}
+	}
+	return kept
+}
+
+// apply replaces the occurrences find returned for s.
+func (r *valueReplacer) apply(s string, found []occurrence) string {
+	if len(found) == 0 {
+		return s
+	}
+	var b strings.Builder
+	pos := 0
+	for _, o := range found {
+		b.WriteString(s[pos:o.start])
+		b.WriteString(r.news[o.i])
+		pos = o.end
+	}
+	b.WriteString(s[pos:])
+	return b.String()
 }

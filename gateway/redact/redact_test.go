@@ -680,3 +680,20 @@ func TestFoldingRunes(t *testing.T) {
 		}
 	}
 }
+
+// valueReplacer replaces as strings.Replacer does.
+func TestValueReplacer(t *testing.T) {
+	olds := []string{"abcd", "abc", "bc", "cd", "x"}
+	var args []string
+	r := &valueReplacer{olds: olds}
+	for i, o := range olds {
+		r.news = append(r.news, fmt.Sprintf("<%d>", i))
+		args = append(args, o, r.news[i])
+	}
+	std := strings.NewReplacer(args...)
+	for _, s := range []string{"", "abcd", "abcabcd", "xbcdx", "aabcdd", "bcd", "abc abcd cd", "no match"} {
+		if got, want := r.Replace(s), std.Replace(s); got != want {
+			t.Errorf("Replace(%q) = %q, strings.Replacer gives %q", s, got, want)
+		}
+	}
+}

@@ -2,8 +2,10 @@ package redact
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"math"
 	"slices"
@@ -26,6 +28,31 @@ type doc struct {
 	pieces []span // nil: the whole text is one string
 }
 
+// lines identifies a rendered doc by its lines in any order: a JSON text
+// that mirrors the structured content renders the same lines in its own
+// order of keys, and the detectors, which read line by line, find the
+// same in both; such a text is scanned once.
+func (d doc) lines() uint64 {
+	var hs []uint64
+	for rest := d.text; rest != ""; {
+		line, after, _ := strings.Cut(rest, "\n")
+		hs = append(hs, maphash.String(lineSeed, line))
+		rest = after
+	}
+	slices.Sort(hs)
+	var h maphash.Hash
+	h.SetSeed(lineSeed)
+	var b [8]byte
+	for _, x := range hs {
+		binary.LittleEndian.PutUint64(b[:], x)
+		h.Write(b[:])
+	}
+	return h.Sum64()
+}
+
+// lineSeed seeds the line hashes; any seed does, one per process.
+var lineSeed = maphash.MakeSeed()
+
 type span struct{ start, end int }
 
 // add records what a detector found at [s, e): the string, or the parts
@@ -45,9 +72,7 @@ func (d doc) add(values map[string]string, kind string, s, e int) {
 // collect returns the texts of res to scan, their size, and how many
 // binary blocks it holds.
 func collect(res *mcp.CallToolResult) (docs []doc, size, unscanned int) {
-	// Sorting the keys of JSON text costs; it pays when the text may
-	// mirror structured content, which renders sorted.
-	c := collector{sortKeys: res.StructuredContent != nil}
+	var c collector
 	c.content(res.Content)
 	if res.StructuredContent != nil {
 		c.structured(res.StructuredContent)
@@ -59,7 +84,6 @@ type collector struct {
 	docs      []doc
 	size      int
 	unscanned int
-	sortKeys  bool // render JSON text with sorted keys
 }
 
 // text adds a string of the result. A JSON object or array is read as
@@ -71,7 +95,7 @@ func (c *collector) text(s string) {
 		return
 	}
 	c.size += len(s)
-	if d, ok := renderJSON(s, c.sortKeys); ok {
+	if d, ok := renderJSON(s); ok {
 		c.docs = append(c.docs, d)
 		return
 	}
@@ -128,6 +152,7 @@ func (c *collector) structured(v any) {
 // render adds the rendering of a generic JSON value and returns its size.
 func (c *collector) render(v any) int {
 	var r renderer
+	r.b.Grow(4 << 10)
 	r.value("", v)
 	c.docs = append(c.docs, doc{text: r.b.String(), pieces: r.pieces})
 	return r.b.Len()
@@ -159,7 +184,9 @@ func (r *renderer) piece(s string) {
 func (r *renderer) value(key string, v any) {
 	switch v := v.(type) {
 	case map[string]any:
-		for _, k := range slices.Sorted(maps.Keys(v)) {
+		keys := slices.AppendSeq(make([]string, 0, len(v)), maps.Keys(v))
+		slices.Sort(keys)
+		for _, k := range keys {
 			switch x := v[k].(type) {
 			case map[string]any, []any:
 				r.b.WriteByte('"')
@@ -191,7 +218,7 @@ func (r *renderer) value(key string, v any) {
 // leafKey starts the line of a leaf under key.
 func (r *renderer) leafKey(key string) {
 	if key != "" {
-		r.b.WriteString(strconv.Quote(key))
+		r.b = strconv.AppendQuote(r.b, key)
 		r.b.WriteString(": ")
 	}
 }
@@ -300,7 +327,7 @@ func textual(mime string, b []byte) bool {
 
 // rewrite returns res with repl applied to every string that collect
 // reads, or res itself when nothing changes.
-func rewrite(res *mcp.CallToolResult, repl *strings.Replacer) *mcp.CallToolResult {
+func rewrite(res *mcp.CallToolResult, repl *valueReplacer) *mcp.CallToolResult {
 	content, changed := rewriteContent(res.Content, repl)
 	var sc any
 	scChanged := false
@@ -320,7 +347,7 @@ func rewrite(res *mcp.CallToolResult, repl *strings.Replacer) *mcp.CallToolResul
 	return &out
 }
 
-func rewriteContent(blocks []mcp.Content, repl *strings.Replacer) ([]mcp.Content, bool) {
+func rewriteContent(blocks []mcp.Content, repl *valueReplacer) ([]mcp.Content, bool) {
 	var out []mcp.Content
 	for i, b := range blocks {
 		nb := rewriteBlock(b, repl)
@@ -339,7 +366,7 @@ func rewriteContent(blocks []mcp.Content, repl *strings.Replacer) ([]mcp.Content
 }
 
 // rewriteBlock returns a rewritten copy of b, nil when nothing changes.
-func rewriteBlock(b mcp.Content, repl *strings.Replacer) mcp.Content {
+func rewriteBlock(b mcp.Content, repl *valueReplacer) mcp.Content {
 	r := func(s string, changed *bool) string {
 		n := replaceText(s, repl)
 		*changed = *changed || n != s
@@ -403,15 +430,24 @@ func rewriteBlock(b mcp.Content, repl *strings.Replacer) mcp.Content {
 // replaces within each string and number apart, and a number that changes
 // becomes a string, so that the text stays JSON; a text with anything
 // but JSON outside its strings is replaced as a whole.
-func replaceText(s string, repl *strings.Replacer) string {
-	whole := repl.Replace(s)
-	if whole == s {
+func replaceText(s string, repl *valueReplacer) string {
+	found := repl.find(s)
+	if len(found) == 0 {
 		return s
 	}
+	whole := repl.apply(s, found)
 	if i := strings.IndexAny(s, "{["); i < 0 || strings.TrimLeft(s[:i], " \t\r\n") != "" {
 		return whole
 	}
-	var b []byte
+	// Only tokens that hold the start of something found are replaced in;
+	// the others are copied.
+	touched := func(start, end int) bool {
+		for len(found) > 0 && found[0].end <= start {
+			found = found[1:]
+		}
+		return len(found) > 0 && found[0].start < end
+	}
+	b := make([]byte, 0, len(whole)+16)
 	changed := false
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -428,9 +464,13 @@ func replaceText(s string, repl *strings.Replacer) string {
 				return whole // not JSON after all
 			}
 			inner := s[i+1 : j]
-			n := repl.Replace(inner)
-			changed = changed || n != inner
-			b = append(append(append(b, '"'), n...), '"')
+			if touched(i+1, j) {
+				n := repl.Replace(inner)
+				changed = changed || n != inner
+				b = append(append(append(b, '"'), n...), '"')
+			} else {
+				b = append(b, s[i:j+1]...)
+			}
 			i = j + 1
 		case c == '-' || isDigit(c):
 			j := i + 1
@@ -438,7 +478,9 @@ func replaceText(s string, repl *strings.Replacer) string {
 				j++
 			}
 			num := s[i:j]
-			if n := repl.Replace(num); n != num {
+			if !touched(i, j) {
+				b = append(b, num...)
+			} else if n := repl.Replace(num); n != num {
 				changed = true
 				b = strconv.AppendQuote(b, n)
 			} else {
@@ -446,8 +488,12 @@ func replaceText(s string, repl *strings.Replacer) string {
 			}
 			i = j
 		case strings.IndexByte("{}[],: \t\r\n", c) >= 0:
-			b = append(b, c)
-			i++
+			j := i + 1
+			for j < len(s) && strings.IndexByte("{}[],: \t\r\n", s[j]) >= 0 {
+				j++
+			}
+			b = append(b, s[i:j]...)
+			i = j
 		default:
 			w := ""
 			for _, lit := range []string{"true", "false", "null"} {
@@ -471,7 +517,7 @@ func replaceText(s string, repl *strings.Replacer) string {
 // rewriteStructured applies repl to the strings, keys and numbers of v,
 // returning the generic form of v when something changed. A number that
 // changes becomes a string.
-func rewriteStructured(v any, repl *strings.Replacer) (any, bool) {
+func rewriteStructured(v any, repl *valueReplacer) (any, bool) {
 	g, err := generic(v)
 	if err != nil {
 		return v, false
@@ -479,7 +525,7 @@ func rewriteStructured(v any, repl *strings.Replacer) (any, bool) {
 	return rewriteValue(g, repl)
 }
 
-func rewriteValue(v any, repl *strings.Replacer) (any, bool) {
+func rewriteValue(v any, repl *valueReplacer) (any, bool) {
 	switch v := v.(type) {
 	case string:
 		n := repl.Replace(v)
@@ -606,11 +652,11 @@ func validRegion(region string) bool {
 }
 
 // renderJSON renders a JSON object or array as renderer.value renders its
-// decoded value, reading the text once without building the value; false
-// when s is not one JSON object or array. Unless sorted, keys stay in the
-// document's order.
-func renderJSON(s string, sorted bool) (doc, bool) {
-	p := jsonReader{s: s, sorted: sorted}
+// decoded value, except that keys stay in the document's order, reading
+// the text once without building the value; false when s is not one JSON
+// object or array.
+func renderJSON(s string) (doc, bool) {
+	p := jsonReader{s: s}
 	p.space()
 	if p.i == len(s) || s[p.i] != '{' && s[p.i] != '[' {
 		return doc{}, false
@@ -632,10 +678,9 @@ func renderJSON(s string, sorted bool) (doc, bool) {
 const maxDepth = 1000
 
 type jsonReader struct {
-	s      string
-	i      int
-	r      renderer
-	sorted bool
+	s string
+	i int
+	r renderer
 }
 
 func (p *jsonReader) space() {
@@ -663,14 +708,12 @@ func (p *jsonReader) value(key []byte, depth int) bool {
 			p.i++
 			return true
 		}
-		objStart, objPieces := p.r.b.Len(), len(p.r.pieces)
-		var members []member // for sorting
 		for {
 			p.space()
 			if p.i >= len(p.s) || p.s[p.i] != '"' {
 				return false
 			}
-			start, pieces := p.r.b.Len(), len(p.r.pieces)
+			start := p.r.b.Len()
 			p.r.b.WriteByte('"')
 			if !p.str() {
 				return false
@@ -696,18 +739,12 @@ func (p *jsonReader) value(key []byte, depth int) bool {
 					return false
 				}
 			}
-			if p.sorted {
-				members = append(members, member{string(k), start, p.r.b.Len(), pieces, len(p.r.pieces)})
-			}
 			p.space()
 			if p.i >= len(p.s) {
 				return false
 			}
 			if p.s[p.i] == '}' {
 				p.i++
-				if p.sorted {
-					p.r.sortMembers(objStart, objPieces, members)
-				}
 				return true
 			}
 			if p.s[p.i] != ',' {
@@ -755,33 +792,6 @@ func (p *jsonReader) value(key []byte, depth int) bool {
 		}
 	}
 	return false
-}
-
-// member is where an object's member was rendered: its bytes and pieces.
-type member struct {
-	key                      string
-	start, end, first, after int
-}
-
-// sortMembers puts the rendered members of an object in the order of
-// their keys, as renderer.value renders a decoded object, so that a text
-// mirroring the structured content renders the same and is scanned once.
-func (r *renderer) sortMembers(start, firstPiece int, members []member) {
-	if slices.IsSortedFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) }) {
-		return
-	}
-	slices.SortStableFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
-	old := slices.Clone(r.b[start:])
-	oldPieces := slices.Clone(r.pieces[firstPiece:])
-	r.b = r.b[:start]
-	r.pieces = r.pieces[:firstPiece]
-	for _, m := range members {
-		shift := r.b.Len() - m.start
-		r.b = append(r.b, old[m.start-start:m.end-start]...)
-		for _, pc := range oldPieces[m.first-firstPiece : m.after-firstPiece] {
-			r.pieces = append(r.pieces, span{pc.start + shift, pc.end + shift})
-		}
-	}
 }
 
 // leaf reads a string, number, true, false or null and writes its line.
