@@ -183,3 +183,16 @@ func duplicateKeys(s string) bool {
 		}
 	}
 }
+
+// containsValue reports whether some doc still holds v in one of its
+// forms.
+func containsValue(docs []doc, v string) bool {
+	for _, d := range docs {
+		for _, f := range jsonForms(v) {
+			if strings.Contains(d.text, f) {
+				return true
+			}
+		}
+	}
+	return false
+}

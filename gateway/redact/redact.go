@@ -41,12 +41,13 @@ const DefaultMaxBytes = 256 << 10
 
 // workFactor bounds the work of one result: the rules' expressions may
 // read workFactor times MaxBytes of text in all (windows, checks, whole
-// texts; each phone number checked counts phoneCost, each personal-data
-// scanner an eighth of the text). Ordinary results use a
+// texts; a byte counts once per 64 instructions of the rule's program,
+// each phone number checked counts phoneCost, and the personal-data
+// scanners an eighth of the text). Ordinary results use a
 // small fraction of it; a result made to match everywhere is withheld
 // when it runs out, rather than holding the call for seconds.
 const (
-	workFactor = 4
+	workFactor = 2
 	phoneCost  = 512
 )
 
@@ -263,11 +264,10 @@ func (r *Redactor) Result(res *mcp.CallToolResult, s hints.Sensitivity) (*mcp.Ca
 	}
 	dropCovered(values)
 
-	out, all := res, map[string]string{}
+	out, all := res, values
 	for round := 0; round < 4; round++ {
-		repl := replacer(values)
+		repl := replacer(all)
 		out = rewrite(out, repl)
-		maps.Copy(all, values)
 		// Redacting can bring values together that a detector finds only
 		// now (or, rarely, leave one in place): repeat on the output until
 		// nothing is left, so that redacting twice changes nothing.
@@ -277,15 +277,15 @@ func (r *Redactor) Result(res *mcp.CallToolResult, s hints.Sensitivity) (*mcp.Ca
 			return withheld(&rep, tooCostly)
 		}
 		dropCovered(values)
-		for v, k := range all {
-			if _, ok := values[v]; !ok && containsValue(docs, v) {
-				values[v] = k
-			}
+		left := len(values) > 0
+		for _, d := range docs {
+			left = left || len(repl.find(d.text)) > 0
 		}
-		if len(values) == 0 {
+		if !left {
 			rep.Kinds = countKinds(all)
 			return out, rep
 		}
+		maps.Copy(all, values)
 	}
 	return withheld(&rep, "its secrets and personal data could not be redacted completely")
 }
@@ -504,6 +504,14 @@ func replacer(values map[string]string) *valueReplacer {
 	for _, o := range r.olds {
 		r.news = append(r.news, placeholder(kinds[o]))
 	}
+	if len(r.olds) > manyStrings {
+		r.byPrefix = map[string][]int{}
+		for i, o := range r.olds {
+			if len(o) >= prefixLen {
+				r.byPrefix[o[:prefixLen]] = append(r.byPrefix[o[:prefixLen]], i)
+			}
+		}
+	}
 	return r
 }
 
@@ -512,7 +520,13 @@ func replacer(values map[string]string) *valueReplacer {
 // each with strings.Index: the values are few, the strings many.
 type valueReplacer struct {
 	olds, news []string
+	byPrefix   map[string][]int // with many olds: olds by their first prefixLen bytes
 }
+
+const (
+	prefixLen   = 4
+	manyStrings = 16
+)
 
 func (r *valueReplacer) Replace(s string) string {
 	return r.apply(s, r.find(s))
@@ -524,7 +538,21 @@ type occurrence struct{ start, end, i int }
 // find returns the occurrences a replacement replaces, in order.
 func (r *valueReplacer) find(s string) []occurrence {
 	var found []occurrence
+	if r.byPrefix != nil {
+		// Many values: one pass over s, looking each place up by its
+		// first bytes.
+		for p := 0; p+prefixLen <= len(s); p++ {
+			for _, i := range r.byPrefix[s[p:p+prefixLen]] {
+				if strings.HasPrefix(s[p:], r.olds[i]) {
+					found = append(found, occurrence{p, p + len(r.olds[i]), i})
+				}
+			}
+		}
+	}
 	for i, o := range r.olds {
+		if r.byPrefix != nil && len(o) >= prefixLen {
+			continue
+		}
 		for off := 0; off+len(o) <= len(s); {
 			j := strings.Index(s[off:], o)
 			if j < 0 {

@@ -691,9 +691,30 @@ func TestValueReplacer(t *testing.T) {
 		args = append(args, o, r.news[i])
 	}
 	std := strings.NewReplacer(args...)
-	for _, s := range []string{"", "abcd", "abcabcd", "xbcdx", "aabcdd", "bcd", "abc abcd cd", "no match"} {
+	inputs := []string{"", "abcd", "abcabcd", "xbcdx", "aabcdd", "bcd", "abc abcd cd", "no match"}
+	for _, s := range inputs {
 		if got, want := r.Replace(s), std.Replace(s); got != want {
 			t.Errorf("Replace(%q) = %q, strings.Replacer gives %q", s, got, want)
+		}
+	}
+	// With many values, found by their first bytes.
+	values := map[string]string{"ab": "short", "x": "x"}
+	for i := range 40 {
+		values[fmt.Sprintf("value-%02d", i)] = "email"
+		values[fmt.Sprintf("value-%02d-longer", i)] = "phone"
+	}
+	many := replacer(values)
+	if many.byPrefix == nil {
+		t.Fatal("many values are not looked up by prefix")
+	}
+	args = nil
+	for i, o := range many.olds {
+		args = append(args, o, many.news[i])
+	}
+	std = strings.NewReplacer(args...)
+	for _, s := range append(inputs, "value-07 value-07-longer xvalue-39-longerab", "value-0", "valu") {
+		if got, want := many.Replace(s), std.Replace(s); got != want {
+			t.Errorf("many: Replace(%q) = %q, strings.Replacer gives %q", s, got, want)
 		}
 	}
 }

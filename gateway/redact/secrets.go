@@ -37,6 +37,9 @@ type secretRule struct {
 	allow       []*config.Allowlist
 	keywords    []int
 	plans       []plan // nil: run on the whole text when a keyword occurs
+	// weight scales what reading a byte costs the budget: Go's engine
+	// works in proportion to the program's size.
+	weight int
 }
 
 func loadSecretRules() (*ruleSet, error) {
@@ -106,6 +109,9 @@ func newRuleSet(cfg config.Config) (*ruleSet, error) {
 				return nil, fmt.Errorf("redact: rule %s: %w", r.RuleID, err)
 			}
 			sr.plans = plans(parsed, kws)
+			if prog, err := syntax.Compile(parsed.Simplify()); err == nil {
+				sr.weight = max(1, len(prog.Inst)/64)
+			}
 			// plans index keywords by their position in kws; map them to
 			// the set's indexes.
 			for pi := range sr.plans {
@@ -279,11 +285,11 @@ func (rs *ruleSet) scan(t string, budget *int, emit func(secretFinding)) bool {
 			st.full[ri] = true
 		}
 		if st.full[ri] {
-			if *budget -= len(t); *budget < 0 {
+			if *budget -= len(t) * max(1, r.weight); *budget < 0 {
 				return false
 			}
-			for _, m := range r.re.FindAllStringSubmatchIndex(t, -1) {
-				rs.report(r, src, 0, m, emit)
+			for _, m := range r.re.FindAllStringIndex(t, -1) {
+				rs.report(r, src, t, m[0], m[1], emit)
 			}
 		}
 	}
@@ -378,10 +384,10 @@ func (rs *ruleSet) runWindows(r *secretRule, t string, ws []window, budget *int,
 	}
 	var all []found
 	for _, w := range merged {
-		if *budget -= w.end - w.start; *budget < 0 {
+		if *budget -= (w.end - w.start) * max(1, r.weight); *budget < 0 {
 			return true // the caller stops
 		}
-		for _, m := range r.re.FindAllStringSubmatchIndex(t[w.start:w.end], -1) {
+		for _, m := range r.re.FindAllStringIndex(t[w.start:w.end], -1) {
 			if (m[0] == 0 && w.start > 0) || (m[1] == w.end-w.start && w.end < len(t)) {
 				return false
 			}
@@ -389,44 +395,41 @@ func (rs *ruleSet) runWindows(r *secretRule, t string, ws []window, budget *int,
 		}
 	}
 	for _, f := range all {
-		rs.report(r, src, f.off, f.m, emit)
+		rs.report(r, src, t, f.off+f.m[0], f.off+f.m[1], emit)
 	}
 	return true
 }
 
-// report applies gitleaks' secret extraction, entropy and allowlists to a
-// match m (indexes relative to off in what the rules read) and emits what
-// survives, in src.text.
-func (rs *ruleSet) report(r *secretRule, src origin, off int, m []int, emit func(secretFinding)) {
-	t := src.text
-	for i := range m {
-		if m[i] >= 0 {
-			m[i] = src.orig(off + m[i])
-		}
-	}
-	off = 0
-	ms, me := off+m[0], off+m[1]
-	for me > ms && t[me-1] == '\n' {
+// report applies gitleaks' secret extraction, entropy and allowlists to
+// the match [ms, me) of what the rules read (read) and emits what
+// survives, in src.text. As gitleaks does, the groups are those of the
+// expression matched again on the match alone: matching without groups
+// first is much cheaper in Go's engine.
+func (rs *ruleSet) report(r *secretRule, src origin, read string, ms, me int, emit func(secretFinding)) {
+	for me > ms && read[me-1] == '\n' {
 		me--
 	}
-	for ms < me && t[ms] == '\n' {
+	for ms < me && read[ms] == '\n' {
 		ms++
 	}
 	ss, se := ms, me
-	if groups := len(m) / 2; groups > 1 {
+	if g := r.re.FindStringSubmatchIndex(read[ms:me]); len(g) > 2 {
+		groups := len(g) / 2
 		if r.secretGroup > 0 {
-			if r.secretGroup < groups && m[2*r.secretGroup] >= 0 {
-				ss, se = off+m[2*r.secretGroup], off+m[2*r.secretGroup+1]
+			if r.secretGroup < groups && g[2*r.secretGroup] >= 0 {
+				ss, se = ms+g[2*r.secretGroup], ms+g[2*r.secretGroup+1]
 			}
 		} else {
-			for g := 1; g < groups; g++ {
-				if m[2*g] >= 0 && m[2*g+1] > m[2*g] {
-					ss, se = off+m[2*g], off+m[2*g+1]
+			for i := 1; i < groups; i++ {
+				if g[2*i] >= 0 && g[2*i+1] > g[2*i] {
+					ss, se = ms+g[2*i], ms+g[2*i+1]
 					break
 				}
 			}
 		}
 	}
+	t := src.text
+	ms, me, ss, se = src.orig(ms), src.orig(me), src.orig(ss), src.orig(se)
 	if se <= ss {
 		return
 	}

@@ -582,19 +582,6 @@ func rewriteValue(v any, repl *valueReplacer) (any, bool) {
 	return v, false
 }
 
-// containsValue reports whether some doc still holds v in one of its
-// forms.
-func containsValue(docs []doc, v string) bool {
-	for _, d := range docs {
-		for _, f := range jsonForms(v) {
-			if strings.Contains(d.text, f) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // jsonForms returns v and the forms it takes written inside a JSON string
 // by common encoders (HTML-safe or not, ASCII-only, slashes escaped), or,
 // when v was read inside one, the string it stands for.
