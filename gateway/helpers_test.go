@@ -8,15 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/examples/files/filetool"
-	"github.com/preflightmcp/preflight/examples/folders/foldertool"
 	"github.com/preflightmcp/preflight/gateway"
 )
 
@@ -73,36 +69,6 @@ func filesServer(t testing.TB) string {
 		}
 	})
 	return serveHTTP(t, endpoint.NewHandler(s, nil))
-}
-
-// inProcess returns a Connect function serving a new server from mk over
-// an in-memory transport for each connection.
-func inProcess(t testing.TB, mk func() *mcp.Server) func(ctx context.Context) (mcp.Transport, error) {
-	var mu sync.Mutex
-	var sessions []*mcp.ServerSession
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, ss := range sessions {
-			ss.Close()
-		}
-	})
-	return func(ctx context.Context) (mcp.Transport, error) {
-		ct, st := mcp.NewInMemoryTransports()
-		ss, err := mk().Connect(ctx, st, nil)
-		if err != nil {
-			return nil, err
-		}
-		mu.Lock()
-		sessions = append(sessions, ss)
-		mu.Unlock()
-		return ct, nil
-	}
-}
-
-func foldersServer(t testing.TB) func(ctx context.Context) (mcp.Transport, error) {
-	root := filesDir(t)
-	return inProcess(t, func() *mcp.Server { return foldertool.NewServer(root, nil) })
 }
 
 // testLogger logs to the test when -v, else nowhere.

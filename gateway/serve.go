@@ -103,7 +103,10 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	mux := http.NewServeMux()
 	mux.Handle(MCPPath, endStreamsOn(streams, g.Handler()))
 	mux.Handle(HealthPath, g.healthHandler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout}
+	// The same bounds as endpoint.Serve: a slow body cannot hold a
+	// connection, and event streams keep their write side.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout: endpoint.DefaultReadTimeout, IdleTimeout: endpoint.DefaultIdleTimeout}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

@@ -24,6 +24,8 @@
 // cache-control).
 package bridge
 
+//lint:file-ignore SA1019 the gateway passes sampling, roots and logging through faithfully; protocol 2026-07-28 deprecates them (SEP-2577) but clients and servers still use them during the deprecation window.
+
 import (
 	"context"
 	"encoding/json"

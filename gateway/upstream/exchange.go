@@ -1,5 +1,7 @@
 package upstream
 
+//lint:file-ignore SA1019 the gateway passes sampling, roots and logging through faithfully; protocol 2026-07-28 deprecates them (SEP-2577) but clients and servers still use them during the deprecation window.
+
 import (
 	"context"
 	"encoding/json"
@@ -184,8 +186,6 @@ func (b *call) release() {
 		<-b.conn.inflight
 	}
 }
-
-func (b *call) peer() Peer { return b.req.Peer }
 
 // send sends one round of the call and returns the raw and typed results.
 func (b *call) send(ctx context.Context, answers mcp.InputResponseMap, state string) (*Result, error) {

@@ -13,12 +13,6 @@ import (
 )
 
 // page is one page of a list: the raw items and the cursor of the next.
-type page struct {
-	items []json.RawMessage
-	next  string
-	cache cacheInfo
-}
-
 // listAll fetches every page of a list, with each page's raw items, bounded
 // by DefaultMaxListPages and DefaultMaxListItems. fetch sends one request;
 // field names the array in the result.
