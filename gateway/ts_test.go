@@ -37,7 +37,7 @@ func TestTypeScriptClient(t *testing.T) {
 				Steps: []interop.Step{
 					interop.List(),
 					interop.Request("tools/resolve", map[string]any{"name": up + "__delete_folder", "arguments": map[string]any{"path": "empty"}}),
-					interop.Call(up+"__describe_folder", map[string]any{"path": "."}),
+					interop.Call(up+"__describe_folder", map[string]any{"path": folder}),
 					interop.Call(up+"__delete_folder", map[string]any{"path": folder}),
 				},
 				Sample: []map[string]any{{"role": "assistant", "model": "m", "content": map[string]any{"type": "text", "text": "A folder of folders."}}},

@@ -125,11 +125,12 @@ func fromUpstream(res *preflight.ResolveResult, name string) (*Resolution, error
 }
 
 // Exceeds lists where r claims less risk than the static resolution s
-// allows, by the project's one bounds check ([hints.Exceeds]).
+// allows, by the project's one bounds check ([hints.Exceeds]), as the
+// keys that exceed.
 func Exceeds(r, s *Resolution) []string {
 	var out []string
 	for _, x := range hints.Exceeds(hints.Declaration{Annotations: s.Annotations, Hints: s.Hints}, hints.Declaration{Annotations: r.Annotations, Hints: r.Hints}) {
-		out = append(out, x.String())
+		out = append(out, x.Key)
 	}
 	return out
 }
