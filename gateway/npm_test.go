@@ -4,13 +4,9 @@ package gateway_test
 
 import (
 	"context"
-	"encoding/json"
-	"maps"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -38,33 +34,8 @@ func npmServers(t *testing.T) func(name, pkg string, args ...string) gateway.Ups
 		t.Fatalf("node (Node.js >= 20) is required: %v", err)
 	}
 	return func(name, pkg string, args ...string) gateway.UpstreamSpec {
-		return gateway.UpstreamSpec{Name: name, Command: node, Args: append([]string{binOf(t, dir, pkg)}, args...), Dir: t.TempDir()}
+		return gateway.UpstreamSpec{Name: name, Command: node, Args: append([]string{npmdeps.Bin(t, dir, pkg)}, args...), Dir: t.TempDir()}
 	}
-}
-
-// binOf is the path of an installed package's bin entry.
-func binOf(t *testing.T, dir, pkg string) string {
-	t.Helper()
-	pdir := filepath.Join(dir, "node_modules", "@modelcontextprotocol", pkg)
-	b, err := os.ReadFile(filepath.Join(pdir, "package.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p struct {
-		Bin json.RawMessage `json:"bin"`
-	}
-	if err := json.Unmarshal(b, &p); err != nil {
-		t.Fatal(err)
-	}
-	var one string
-	if json.Unmarshal(p.Bin, &one) == nil {
-		return filepath.Join(pdir, one)
-	}
-	var many map[string]string
-	if err := json.Unmarshal(p.Bin, &many); err != nil || len(many) == 0 {
-		t.Fatalf("%s: no bin entry in package.json", pkg)
-	}
-	return filepath.Join(pdir, many[slices.Sorted(maps.Keys(many))[0]])
 }
 
 // TestReferenceServers puts the gateway in front of the npm reference

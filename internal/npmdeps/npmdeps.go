@@ -294,3 +294,30 @@ func readJSON(path string, v any) error {
 	}
 	return nil
 }
+
+// Bin returns the path of the bin entry (the first, by name, when there
+// are several) of the installed package @modelcontextprotocol/pkg under
+// dir/node_modules. It fails t when the package or its entry is missing.
+func Bin(t testing.TB, dir, pkg string) string {
+	t.Helper()
+	pdir := filepath.Join(dir, "node_modules", "@modelcontextprotocol", pkg)
+	b, err := os.ReadFile(filepath.Join(pdir, "package.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		Bin json.RawMessage `json:"bin"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	var one string
+	if json.Unmarshal(p.Bin, &one) == nil {
+		return filepath.Join(pdir, one)
+	}
+	var many map[string]string
+	if err := json.Unmarshal(p.Bin, &many); err != nil || len(many) == 0 {
+		t.Fatalf("%s: no bin entry in package.json", pkg)
+	}
+	return filepath.Join(pdir, many[slices.Sorted(maps.Keys(many))[0]])
+}

@@ -694,7 +694,7 @@ func TestLintNPMServers(t *testing.T) {
 	}
 	for _, s := range npmServers {
 		t.Run(s.pkg, func(t *testing.T) {
-			command := []string{"env", "MEMORY_FILE_PATH=" + filepath.Join(t.TempDir(), "memory.jsonl"), node, binOf(t, dir, s.pkg)}
+			command := []string{"env", "MEMORY_FILE_PATH=" + filepath.Join(t.TempDir(), "memory.jsonl"), node, npmdeps.Bin(t, dir, s.pkg)}
 			for _, a := range s.args {
 				if a == "DIR" {
 					a = t.TempDir()
@@ -722,31 +722,6 @@ func TestLintNPMServers(t *testing.T) {
 			}
 		})
 	}
-}
-
-// binOf is the path of an installed package's bin entry.
-func binOf(t *testing.T, dir, pkg string) string {
-	t.Helper()
-	pdir := filepath.Join(dir, "node_modules", "@modelcontextprotocol", pkg)
-	b, err := os.ReadFile(filepath.Join(pdir, "package.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p struct {
-		Bin json.RawMessage `json:"bin"`
-	}
-	if err := json.Unmarshal(b, &p); err != nil {
-		t.Fatal(err)
-	}
-	var one string
-	if json.Unmarshal(p.Bin, &one) == nil {
-		return filepath.Join(pdir, one)
-	}
-	var many map[string]string
-	if err := json.Unmarshal(p.Bin, &many); err != nil || len(many) == 0 {
-		t.Fatalf("%s: no bin entry in package.json", pkg)
-	}
-	return filepath.Join(pdir, many[slices.Sorted(maps.Keys(many))[0]])
 }
 
 // npmDeps installs lint/testdata's pinned packages with npm ci unless
