@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -10,8 +11,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/preflightmcp/preflight/disclose"
+	"github.com/preflightmcp/preflight/gateway/approval"
+	approvalsql "github.com/preflightmcp/preflight/gateway/approval/sqlstore"
 	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/redisstore"
+	"github.com/preflightmcp/preflight/gateway/state"
+	"github.com/preflightmcp/preflight/requeststate"
 )
 
 // OptionsFromConfig maps a configuration read by package config onto
@@ -26,7 +31,9 @@ import (
 // (disclosure.enabled is its default) become [Options.Disclosure], with
 // disclosure.ttl and, for disclosure.store redis, a gateway/redisstore
 // store on redis.url under redis.prefix + "disclose:", whose client
-// [Gateway.Close] closes.
+// [Gateway.Close] closes. requestState's keys become [Options.Ring], shared
+// by every replica with the same keys; an approvals section becomes
+// [Options.Approvals] (see approvalsFromConfig).
 func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 	if cfg == nil || len(cfg.Servers) == 0 {
 		return nil, errors.New("configuration: servers: at least one server is required")
@@ -108,5 +115,72 @@ func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 		}
 		opts.Disclosure = d
 	}
+	if !cfg.RequestState.IsZero() {
+		if len(cfg.RequestState.Keys) == 0 {
+			return nil, errors.New("configuration: requestState.keysFile: the keys were not read (read the file with config.Load)")
+		}
+		ring, err := requeststate.NewRing(cfg.RequestState.Keys, nil)
+		if err != nil {
+			return nil, fmt.Errorf("configuration: requestState: %w", err)
+		}
+		opts.Ring = ring
+	}
+	if !cfg.Approvals.IsZero() {
+		if err := approvalsFromConfig(cfg, opts); err != nil {
+			opts.close()
+			return nil, err
+		}
+	}
 	return opts, nil
+}
+
+// openTimeout bounds opening a store named by the configuration.
+const openTimeout = 30 * time.Second
+
+// approvalsFromConfig makes opts.Approvals: its store as approvals.store
+// says (in this process, an SQLite file, or PostgreSQL), and its
+// notifications over the Redis of redis.url when there is one (so that an
+// approval given on one replica releases the call waiting on another),
+// in this process otherwise. What it opens, Gateway.Close closes.
+func approvalsFromConfig(cfg *config.Config, opts *Options) error {
+	a := cfg.Approvals
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	defer cancel()
+	var store approval.Store
+	switch a.Store {
+	case config.ApprovalsSQLite, config.ApprovalsPostgres:
+		open := func() (*approvalsql.Store, error) { return approvalsql.OpenSQLite(ctx, a.Path, nil) }
+		if a.Store == config.ApprovalsPostgres {
+			open = func() (*approvalsql.Store, error) { return approvalsql.OpenPostgres(ctx, a.URL, nil) }
+		}
+		s, err := open()
+		if err != nil {
+			return fmt.Errorf("configuration: approvals.store: %w", err)
+		}
+		opts.closers = append(opts.closers, s.Close)
+		store = s
+	}
+	o := &approval.Options{TTL: time.Duration(a.TTL), UseWindow: time.Duration(a.UseWindow), Admins: slices.Clone(a.Admins), Logger: opts.Logger}
+	if cfg.Redis.URL != "" {
+		st, err := state.FromConfig(cfg, nil)
+		if err != nil {
+			return fmt.Errorf("configuration: redis: %w", err)
+		}
+		opts.closers = append(opts.closers, st.Close)
+		o.Notifier = approval.BusNotifier(st.Bus)
+	}
+	opts.Approvals = approval.New(store, o)
+	return nil
+}
+
+// close runs the closers of what OptionsFromConfig opened, for a mapping
+// that failed half-way.
+func (o *Options) close() {
+	if d := o.Disclosure; d != nil && d.Close != nil {
+		_ = d.Close()
+	}
+	for _, c := range o.closers {
+		_ = c()
+	}
+	o.closers = nil
 }

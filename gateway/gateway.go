@@ -25,6 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/preflightmcp/preflight/disclose"
+	"github.com/preflightmcp/preflight/gateway/approval"
 	"github.com/preflightmcp/preflight/gateway/bridge"
 	"github.com/preflightmcp/preflight/gateway/catalog"
 	"github.com/preflightmcp/preflight/gateway/pipeline"
@@ -81,6 +82,12 @@ type Options struct {
 	// Disclosure turns on progressive disclosure of tool descriptions for
 	// some or all upstreams. Nil means off.
 	Disclosure *Disclosure
+	// Approvals holds the calls that wait for a person's approval out of
+	// band. Nil means none do.
+	Approvals *approval.Service
+
+	// closers are run by Close, last: what OptionsFromConfig opened.
+	closers []func() error
 }
 
 // UpstreamSpec describes one upstream server and how its names are exposed.
@@ -309,10 +316,14 @@ func (g *Gateway) Close() error {
 	for ss := range g.server.Sessions() {
 		ss.Close()
 	}
+	var errs []error
 	if d := g.opts.Disclosure; d != nil && d.Close != nil {
-		return d.Close()
+		errs = append(errs, d.Close())
 	}
-	return nil
+	for _, c := range g.opts.closers {
+		errs = append(errs, c())
+	}
+	return errors.Join(errs...)
 }
 
 // WaitReady waits until every upstream that is not lazy is up, or ctx is

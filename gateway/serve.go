@@ -40,12 +40,14 @@ type Health struct {
 	Prompts   int               `json:"prompts"`
 	Resources int               `json:"resources"`
 	Skipped   []catalog.Problem `json:"skipped,omitempty"`
+	// Runtime identifies the process and shows its growth.
+	Runtime Runtime `json:"runtime"`
 }
 
 // Health reports which upstreams are up and what is served.
 func (g *Gateway) Health() Health {
 	snap := g.state.Load()
-	h := Health{Status: "ok", Tools: len(snap.tools), Prompts: len(snap.prompts), Resources: len(snap.resources) + len(snap.templates), Skipped: snap.problems}
+	h := Health{Status: "ok", Tools: len(snap.tools), Prompts: len(snap.prompts), Resources: len(snap.resources) + len(snap.templates), Skipped: snap.problems, Runtime: readRuntime()}
 	for _, c := range g.conns {
 		uh := c.Health()
 		h.Upstreams = append(h.Upstreams, uh)

@@ -85,8 +85,9 @@ func cases() []chartCase {
 			// What the Secret managed outside the chart holds.
 			secret: map[string]string{
 				"redis-url":    "redis://redis:6379/1",
-				"postgres-url": "postgres://preflight@postgres/preflight",
-				"GITLAB_TOKEN": "glpat-example",
+				"postgres-url":       "postgres://preflight@postgres/preflight",
+				"request-state-keys": "k1:3q2+7wDtjcF5Ybm1Zm9yIHRlc3RzOiBub3QgYSBzZWNyZXQ=",
+				"GITLAB_TOKEN":       "glpat-example",
 			},
 		},
 		{
@@ -99,7 +100,7 @@ func cases() []chartCase {
 			name:  "replicas without stores",
 			set:   []string{"replicaCount=2"},
 			kinds: []string{"ConfigMap", "Deployment", "PodDisruptionBudget", "Service", "ServiceAccount"},
-			notes: []string{"WARNING: more than one replica without Redis", "WARNING: more than one replica without PostgreSQL", "service.sessionAffinity=ClientIP"},
+			notes: []string{"WARNING: more than one replica without Redis", "WARNING: more than one replica without shared requestState keys", "WARNING: more than one replica without PostgreSQL", "service.sessionAffinity=ClientIP"},
 		},
 	}
 }

@@ -247,6 +247,22 @@ func TestHAProxy(t *testing.T) {
 		}
 	})
 
+	t.Run("responses name the replica", func(t *testing.T) {
+		seen := map[string]int{}
+		for range 4 {
+			resp, err := http.Get(strings.TrimSuffix(l.url, "/mcp") + "/healthz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			seen[resp.Header.Get("X-Preflight-Replica")]++
+		}
+		if len(seen) != 2 || seen["r1"] == 0 || seen["r2"] == 0 {
+			t.Errorf("X-Preflight-Replica of 4 requests: %v, want r1 and r2", seen)
+		}
+	})
+
 	t.Run("a legacy session stays on its replica", func(t *testing.T) {
 		seen := map[string]bool{}
 		for range 2 { // round robin: two sessions start on two replicas

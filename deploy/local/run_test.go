@@ -125,9 +125,11 @@ func TestLocalConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{
-		"PREFLIGHT_LOCAL_BIN":  "/run/bin",
-		"PREFLIGHT_LOCAL_DATA": "/run/data",
-		"PREFLIGHT_REDIS_URL":  "redis://127.0.0.1:6379/0",
+		"PREFLIGHT_LOCAL_BIN":          "/run/bin",
+		"PREFLIGHT_LOCAL_DATA":         "/run/data",
+		"PREFLIGHT_REDIS_URL":          "redis://127.0.0.1:6379/0",
+		"PREFLIGHT_POSTGRES_URL":       "postgres://postgres@127.0.0.1:5432/preflight?sslmode=disable",
+		"PREFLIGHT_REQUEST_STATE_KEYS": "k1:7DXq0Wk9n2yV4xq8mGm3fJ1aRr5tYb6cLp0eNs2uHk8=",
 	}
 	cfg, err := config.Parse("gateway.yaml", data, func(name string) (string, bool) {
 		v, ok := env[name]
@@ -144,6 +146,9 @@ func TestLocalConfig(t *testing.T) {
 	}
 	if cfg.Redis.URL != env["PREFLIGHT_REDIS_URL"] || cfg.Disclosure.Store != config.StoreRedis {
 		t.Errorf("redis %+v, disclosure %+v: want the script's Redis for shared state", cfg.Redis, cfg.Disclosure)
+	}
+	if len(cfg.RequestState.Keys) != 1 || cfg.Approvals.Store != config.ApprovalsPostgres || cfg.Approvals.URL != env["PREFLIGHT_POSTGRES_URL"] {
+		t.Errorf("requestState %v, approvals %+v: want the script's keys and PostgreSQL", cfg.RequestState, cfg.Approvals)
 	}
 }
 

@@ -53,6 +53,12 @@ type Config struct {
 	// Auth is how clients authenticate; zero means they do not, which is
 	// allowed only on a loopback listener.
 	Auth Auth `json:"auth,omitzero"`
+	// RequestState names the keys that seal the requestState of
+	// 2026-07-28 clients; zero means a random key per process.
+	RequestState RequestState `json:"requestState,omitzero"`
+	// Approvals keeps the calls that wait for a person's approval; zero
+	// when the file has no approvals section.
+	Approvals Approvals `json:"approvals,omitzero"`
 }
 
 // Listen says where the gateway serves MCP. Its zero value leaves both to

@@ -43,6 +43,12 @@ func (p *parser) validate(c *Config) {
 		p.redis(&c.Redis)
 	}
 	p.auth(&c.Auth)
+	if p.dec.set("requestState") {
+		p.requestState(&c.RequestState)
+	}
+	if p.dec.set("approvals") {
+		p.approvals(&c.Approvals)
+	}
 	switch {
 	case c.Listen.HTTP == "":
 	case !validAddr(c.Listen.HTTP):

@@ -62,7 +62,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{/* Whether the pods read a Secret at all. */}}
 {{- define "preflight.usesSecret" -}}
-{{- if or .Values.redis.enabled .Values.postgres.enabled .Values.secretEnv }}true{{ end }}
+{{- if or .Values.redis.enabled .Values.postgres.enabled .Values.requestState.enabled .Values.secretEnv }}true{{ end }}
 {{- end }}
 
 {{/* Whether more than one pod may run: then state must be shared. */}}
@@ -100,6 +100,14 @@ would render objects the gateway cannot start with.
 {{- end }}
 {{- if and .Values.postgres.enabled (not .Values.postgres.url) (not .Values.existingSecret) }}
 {{- fail "postgres.enabled: set postgres.url, or existingSecret naming a Secret with the key postgres-url" }}
+{{- end }}
+{{- if .Values.requestState.enabled }}
+{{- if and (not .Values.requestState.keys) (not .Values.existingSecret) }}
+{{- fail "requestState.enabled: set requestState.keys (k1:$(openssl rand -base64 32)), or existingSecret naming a Secret with the key request-state-keys" }}
+{{- end }}
+{{- if ne (toString (default dict $config.requestState).keysEnv) "PREFLIGHT_REQUEST_STATE_KEYS" }}
+{{- fail "requestState.enabled: the config must name the keys: add requestState: {keysEnv: PREFLIGHT_REQUEST_STATE_KEYS} to config" }}
+{{- end }}
 {{- end }}
 {{- if include "preflight.replicated" . }}
 {{- $disclosure := default dict $config.disclosure }}
