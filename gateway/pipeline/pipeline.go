@@ -6,10 +6,11 @@
 //
 //	log -> route -> resolve -> forward
 //
-// and the decisions of the next stages slot in between without touching
-// the others:
+// and the decisions slot in between without touching the others:
 //
-//	log -> route -> resolve -> decide -> ask -> audit -> forward -> redact -> retry
+//	log -> route -> resolve -> decide -> ask -> approve -> audit -> forward -> redact -> retry
+//
+// ([Approve] is the out-of-band approval through package approval.)
 //
 // A [Call] enters with what the client sent; route fills in the upstream
 // and its name for the target, resolve the call's annotations and policy
