@@ -13,6 +13,7 @@ import (
 	"github.com/preflightmcp/preflight/disclose"
 	"github.com/preflightmcp/preflight/gateway/approval"
 	approvalsql "github.com/preflightmcp/preflight/gateway/approval/sqlstore"
+	"github.com/preflightmcp/preflight/gateway/auth"
 	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/redisstore"
 	"github.com/preflightmcp/preflight/gateway/state"
@@ -24,9 +25,10 @@ import (
 // names), and the servers' trust, overrides and rules a Resolver of
 // deployer rules and the shipped rules pack ([RulesResolver]).
 //
-// What the configuration sets and the gateway cannot do is an error naming
-// the key, never silently dropped: client authentication (auth), and a
-// server left unprefixed in front of several. Listen is left to the
+// The auth section becomes [Options.Auth] (package auth: static tokens,
+// an OAuth resource server). What the configuration sets and the gateway
+// cannot do is an error naming the key, never silently dropped: a server
+// left unprefixed in front of several. Listen is left to the
 // command that serves the gateway. Servers whose disclose is true
 // (disclosure.enabled is its default) become [Options.Disclosure], with
 // disclosure.ttl and, for disclosure.store redis, a gateway/redisstore
@@ -39,11 +41,15 @@ func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 		return nil, errors.New("configuration: servers: at least one server is required")
 	}
 	var errs []error
-	if !cfg.Auth.IsZero() {
-		errs = append(errs, errors.New("configuration: auth: the gateway does not authenticate clients yet; remove auth and serve on a loopback address"))
-	}
 	names := cfg.Names()
 	opts := &Options{}
+	if !cfg.Auth.IsZero() {
+		a, err := auth.New(cfg.Auth, &auth.Options{Addr: cfg.Listen.HTTP})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("configuration: auth: %w", err))
+		}
+		opts.Auth = a
+	}
 	var disclosed []string
 	for _, name := range names {
 		s := cfg.Servers[name]

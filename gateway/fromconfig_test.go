@@ -1,6 +1,8 @@
 package gateway_test
 
 import (
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -8,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/preflightmcp/preflight/gateway"
+	"github.com/preflightmcp/preflight/gateway/auth"
 	"github.com/preflightmcp/preflight/gateway/config"
 )
 
@@ -80,5 +83,61 @@ func TestOptionsFromConfigRefuses(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want one naming %s", tc.yaml, err, tc.want)
 		}
+	}
+}
+
+// TestOptionsFromConfigAuth: the auth section authenticates the clients
+// of the gateway it configures: no token is refused with the challenge,
+// the configured token is served. Without auth, serving on a
+// non-loopback address is refused.
+func TestOptionsFromConfigAuth(t *testing.T) {
+	token, entry, err := auth.NewToken("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	yaml := "auth:\n  tokens:\n    - {principal: alice, sha256: \"" + entry.SHA256 + "\"}\nservers:\n  files: {url: \"" + filesServer(t) + "\"}\n"
+	cfg, err := config.Parse("test.yaml", []byte(yaml), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := gateway.OptionsFromConfig(cfg)
+	if err != nil || opts.Auth == nil || opts.Auth.Anonymous() {
+		t.Fatalf("options: %+v, %v", opts, err)
+	}
+	_, url := startGateway(t, opts)
+	for _, tc := range []struct {
+		token string
+		want  int
+	}{{"", http.StatusUnauthorized}, {"pft_not-the-token", http.StatusUnauthorized}, {token, http.StatusOK}} {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/list")
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want || tc.want == http.StatusUnauthorized && resp.Header.Get("WWW-Authenticate") == "" {
+			t.Errorf("token %q: %d %q, want %d", tc.token, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), tc.want)
+		}
+	}
+
+	g, err := gateway.New(&gateway.Options{Upstreams: []gateway.UpstreamSpec{{Name: "files", URL: "http://127.0.0.1:1/mcp", Lazy: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if err := g.Serve(t.Context(), ln); err == nil || !strings.Contains(err.Error(), "without authentication") {
+		t.Errorf("serving on %s without auth: %v", ln.Addr(), err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -26,8 +27,11 @@ import (
 
 	"github.com/preflightmcp/preflight/disclose"
 	"github.com/preflightmcp/preflight/gateway/approval"
+	"github.com/preflightmcp/preflight/gateway/auth"
 	"github.com/preflightmcp/preflight/gateway/bridge"
 	"github.com/preflightmcp/preflight/gateway/catalog"
+	"github.com/preflightmcp/preflight/gateway/config"
+	"github.com/preflightmcp/preflight/gateway/page"
 	"github.com/preflightmcp/preflight/gateway/pipeline"
 	"github.com/preflightmcp/preflight/gateway/upstream"
 	"github.com/preflightmcp/preflight/requeststate"
@@ -82,9 +86,21 @@ type Options struct {
 	// Disclosure turns on progressive disclosure of tool descriptions for
 	// some or all upstreams. Nil means off.
 	Disclosure *Disclosure
-	// Approvals holds the calls that wait for a person's approval out of
-	// band. Nil means none do.
+
+	// Auth authenticates the clients of the HTTP endpoint and names the
+	// principal of every call (package auth). Nil means anonymous, served
+	// on a loopback address only.
+	Auth *auth.Authenticator
+	// Approvals hold the calls whose decision is confirm and that nobody
+	// confirmed in-band, until a person approves them on the page (the
+	// approve stage). Nil means no out-of-band approval.
 	Approvals *approval.Service
+	// Page serves the gateway's web page at PagePath. Nil means none.
+	Page *Page
+	// AuditLog and Pins are what the page shows of the audit log and of
+	// the pinned tool definitions. Nil means none.
+	AuditLog page.AuditLog
+	Pins     page.Pins
 
 	// closers are run by Close, last: what OptionsFromConfig opened.
 	closers []func() error
@@ -151,6 +167,7 @@ type Gateway struct {
 	resolver pipeline.Resolver
 	forward  *bridge.Forward
 	chain    pipeline.Handler
+	stages   []pipeline.Stage // of chain, outermost first
 
 	conns  []*upstream.Conn
 	byName map[string]*upstream.Conn
@@ -169,6 +186,10 @@ type Gateway struct {
 	wg       sync.WaitGroup
 
 	subs subscriptions
+
+	anonymous *auth.Authenticator
+	ui        http.Handler
+	pageURL   atomic.Pointer[string]
 
 	// Progressive disclosure; disclosure is nil when it is off.
 	disclosure                         *disclose.Server
@@ -239,11 +260,24 @@ func New(opts *Options) (*Gateway, error) {
 	g.state.Store(&snapshot{view: catalog.Build(nil, g.multi)})
 	g.server = g.newServer(info)
 	g.forward = bridge.New(&bridge.Options{Ring: o.Ring, Audience: o.Name, Parking: o.Parking, MaxRounds: o.MaxRounds, Logger: logger})
-	g.chain = pipeline.Chain(g.forward,
+	stages := []pipeline.Stage{
 		pipeline.Log(logger),
 		pipeline.Route(g),
 		pipeline.Resolve(g.resolver, logger),
-	)
+	}
+	if o.Approvals != nil {
+		stages = append(stages, pipeline.Approve(pipeline.ApproveOptions{Approvals: o.Approvals, PageURL: g.PageURL,
+			Ring: o.Ring, Audience: o.Name, Logger: logger}))
+	}
+	g.stages = stages
+	g.chain = pipeline.Chain(g.forward, stages...)
+	var err error
+	if g.anonymous, err = auth.New(config.Auth{}, &auth.Options{Logger: logger}); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	if g.ui, err = g.newPage(); err != nil {
+		return nil, err
+	}
 	return g, nil
 }
 

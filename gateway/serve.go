@@ -64,14 +64,15 @@ func (g *Gateway) Health() Health {
 }
 
 // Handler returns the MCP endpoint as an http.Handler (both eras on one
-// URL; mount it at MCPPath). A 2026-07-28 client that goes away cancels
-// its call, down to the upstream.
+// URL; mount it at MCPPath), behind Options.Auth (or, without it, the
+// anonymous authenticator, which answers loopback requests only). A
+// 2026-07-28 client that goes away cancels its call, down to the upstream.
 func (g *Gateway) Handler() http.Handler {
-	return g.passthrough(endpoint.NewHandler(g.server, &endpoint.Options{
+	return g.authenticator().Middleware(g.passthrough(endpoint.NewHandler(g.server, &endpoint.Options{
 		Logger:         quietlog.Warn(g.logger),
 		SessionTimeout: g.opts.SessionIdle,
 		Stateless:      &mcp.StreamableHTTPOptions{PropagateRequestCancellation: true},
-	}))
+	})))
 }
 
 // healthHandler answers HealthPath: 200 while serving (with the report),
@@ -95,16 +96,29 @@ func (g *Gateway) healthHandler() http.Handler {
 	})
 }
 
-// Serve serves the gateway over HTTP on ln (MCPPath and HealthPath) until
-// ctx is done; then it stops accepting, ends legacy clients' idle event
+// Serve serves the gateway over HTTP on ln (MCPPath, HealthPath, the
+// page at PagePath when Options.Page is set, and the protected-resource
+// metadata of Options.Auth) until ctx is done; then it stops accepting, ends legacy clients' idle event
 // streams, lets calls in flight finish within ShutdownGrace, closes what
 // remains and returns. It does not stop the upstreams: call Close after.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
+	if err := g.checkListener(ln.Addr().String()); err != nil {
+		return err
+	}
+	if g.ui != nil && g.PageURL() == "" {
+		u := "http://" + ln.Addr().String() + PagePath
+		g.pageURL.CompareAndSwap(nil, &u)
+	}
 	streams, endStreams := context.WithCancel(context.Background())
 	defer endStreams()
 	mux := http.NewServeMux()
 	mux.Handle(MCPPath, endStreamsOn(streams, g.Handler()))
 	mux.Handle(HealthPath, g.healthHandler())
+	g.authenticator().Handle(mux)
+	if g.ui != nil {
+		mux.Handle(PagePath+"/", g.ui)
+		mux.Handle(PagePath, http.RedirectHandler(PagePath+"/", http.StatusSeeOther))
+	}
 	// The same bounds as endpoint.Serve: a slow body cannot hold a
 	// connection, and event streams keep their write side.
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout,

@@ -6,10 +6,11 @@
 //
 //	log -> route -> resolve -> forward
 //
-// and the decisions of the next stages slot in between without touching
-// the others:
+// and the decisions slot in between without touching the others:
 //
-//	log -> route -> resolve -> decide -> ask -> audit -> forward -> redact -> retry
+//	log -> route -> resolve -> decide -> ask -> approve -> audit -> forward -> redact -> retry
+//
+// ([Approve] is the out-of-band approval through package approval.)
 //
 // A [Call] enters with what the client sent; route fills in the upstream
 // and its name for the target, resolve the call's annotations and policy
@@ -58,6 +59,14 @@ type Call struct {
 	// Set by resolve (tools/call only): what the call will do.
 	Resolution *Resolution
 
+	// decide: whether the call may run, must be confirmed, or is denied.
+	Decision *Decision
+
+	// ask, approve: who confirmed the call, when someone did; nil
+	// otherwise. A call declined, cancelled or timed out never reaches
+	// forward.
+	Confirmation *Confirmation
+
 	// Wire, when set, is the client's HTTP request as it came: the call
 	// takes the passthrough path (see package bridge), and the final
 	// handler writes the response to Wire.Response itself.
@@ -67,6 +76,41 @@ type Call struct {
 	// era and how the call ended ("ok", "tool_error", "input_required").
 	UpstreamEra string
 	Outcome     string
+}
+
+// Verdict is what a decision allows.
+type Verdict string
+
+// Verdicts.
+const (
+	Allow   Verdict = "allow"
+	Confirm Verdict = "confirm"
+	Deny    Verdict = "deny"
+)
+
+// Decision is the decide stage's verdict on one call, with the reason in
+// words and the rule that made it ("" for a default).
+type Decision struct {
+	Verdict Verdict
+	Reason  string
+	Rule    string
+	// DryRun records the decision without enforcing it.
+	DryRun bool
+	// OutOfBand: a rule demands a human the agent cannot impersonate, so
+	// the call is never confirmed in-band.
+	OutOfBand bool
+}
+
+// Confirmation says who confirmed a call whose decision was Confirm.
+type Confirmation struct {
+	// By is "client" (answered in the client) or "page" (approved on the
+	// gateway's page).
+	By string
+	// Approver is who approved.
+	Approver string
+	// RequestID names the approval request, for a call approved on the
+	// page.
+	RequestID string
 }
 
 // Wire is a 2026-07-28 client's request over HTTP, forwarded without

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/preflightmcp/preflight/gateway/auth"
 )
 
 // transport returns a new transport for one connection attempt, with raw
@@ -91,13 +93,12 @@ func (c *Conn) httpClient() (*http.Client, error) {
 	c.mu.Lock()
 	var rt http.RoundTripper = c.roundTripper
 	c.mu.Unlock()
-	if len(h) > 0 {
-		rt = headerTransport{base: rt, header: h}
-	}
-	return &http.Client{Transport: rt}, nil
+	return &http.Client{Transport: headerTransport{base: rt, header: h}}, nil
 }
 
-// headerTransport adds fixed headers to every request.
+// headerTransport sends the upstream's own headers with every request,
+// and no credential of anyone else's (auth.StripCredentials): a client's
+// token is never passed through.
 type headerTransport struct {
 	base   http.RoundTripper
 	header http.Header
@@ -105,6 +106,7 @@ type headerTransport struct {
 
 func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
+	auth.StripCredentials(req.Header)
 	for k, vs := range t.header {
 		req.Header[k] = vs
 	}

@@ -20,6 +20,8 @@ import (
 	"github.com/preflightmcp/preflight/examples/files/filetool"
 	"github.com/preflightmcp/preflight/examples/folders/foldertool"
 	"github.com/preflightmcp/preflight/gateway"
+	"github.com/preflightmcp/preflight/gateway/approval"
+	"github.com/preflightmcp/preflight/gateway/page"
 	"github.com/preflightmcp/preflight/gateway/upstream"
 )
 
@@ -58,10 +60,13 @@ prefixed server__name when there are several upstreams), tools/resolve for
 every tool, and both protocol eras (2026-07-28 and 2025-11-25) on either
 side.
 
-It serves streamable HTTP at http://ADDR/mcp (both eras on one URL) and a
-JSON health report at http://ADDR/healthz; with -stdio it serves one client
-over standard input and output instead, as desktop clients that start their
-servers as processes expect (logs go to standard error).
+It serves streamable HTTP at http://ADDR/mcp (both eras on one URL), a
+JSON health report at http://ADDR/healthz and, on a loopback ADDR, the
+approval page at http://ADDR/ui: calls that need a person's approval wait
+there, and serve prints a one-time login link to sign in with. With -stdio
+it serves one client over standard input and output instead, as desktop
+clients that start their servers as processes expect (logs go to standard
+error). Serving off loopback needs the configuration's auth section.
 
 Without -config it serves a built-in setup: the two example servers of this
 repository (manage_files, and folders with delete_folder, rename_folder and
@@ -131,6 +136,10 @@ func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
 	if opts.Version == "" {
 		opts.Version = "devel"
 	}
+	var login *page.TokenLogin
+	if !c.stdio && opts.Page == nil && page.IsLoopback(c.addr) {
+		login = approvalsPage(opts, logger)
+	}
 	g, err := gateway.New(opts)
 	if err != nil {
 		return err
@@ -153,6 +162,14 @@ func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
 	_ = g.WaitReady(wctx) // a late upstream shows as such below
 	cancel()
 	printServing(stdout, base, setup, g.Health())
+	if login != nil {
+		link, err := login.NewLink(g.PageURL())
+		if err != nil {
+			return err
+		}
+		printPage(stdout, g.PageURL(), link)
+	}
+	fmt.Fprintf(stdout, "Stop with Ctrl-C.\n")
 	err = <-served
 	logger.Info("stopped")
 	return err
@@ -264,7 +281,32 @@ func printServing(w io.Writer, base, setup string, h gateway.Health) {
 	fmt.Fprintf(w, "Point a client at it, for example:\n")
 	fmt.Fprintf(w, "  claude mcp add --transport http preflight %s\n", url)
 	fmt.Fprintf(w, "  npx @modelcontextprotocol/inspector --cli %s --transport http --method tools/list\n", url)
-	fmt.Fprintf(w, "Stop with Ctrl-C.\n")
+}
+
+// approvalsPage turns on out-of-band approval (requests in memory) and the
+// page at /ui with the loopback sign-in, unless the options have them, and
+// returns the login whose link serve prints. The person at the terminal
+// signs in as the operator; with authentication configured they decide the
+// calls of every principal (clients never get the link).
+func approvalsPage(opts *gateway.Options, logger *slog.Logger) *page.TokenLogin {
+	if opts.Approvals == nil {
+		var admins []string
+		if opts.Auth != nil && !opts.Auth.Anonymous() {
+			admins = []string{""}
+		}
+		opts.Approvals = approval.New(nil, &approval.Options{Admins: admins, Logger: logger})
+	}
+	login := page.NewTokenLogin(nil)
+	opts.Page = &gateway.Page{Login: login}
+	return login
+}
+
+// printPage tells the operator where calls wait for approval and how to
+// sign in.
+func printPage(w io.Writer, pageURL, link string) {
+	fmt.Fprintf(w, "Calls that need a person wait for approval at %s/\n", pageURL)
+	fmt.Fprintf(w, "Sign in there with this link (once; keep it to yourself, clients never get it):\n")
+	fmt.Fprintf(w, "  %s\n", link)
 }
 
 func plural(n int, what string) string {

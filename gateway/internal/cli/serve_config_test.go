@@ -89,7 +89,7 @@ func TestServeConfigErrors(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct{ name, body, want string }{
 		{"unknown.yaml", "servers:\n  a:\n    command: x\n    bogus: 1\n", "bogus"},
-		{"auth.yaml", "servers:\n  a:\n    command: x\nauth:\n  tokens:\n    - principal: p\n      sha256: \"sha256:" + strings.Repeat("ab", 32) + "\"\n", "auth"},
+		{"unprefixed.yaml", "servers:\n  a: {command: x, prefix: \"\"}\n  b: {command: y}\n", "servers.a.prefix"},
 	} {
 		path := filepath.Join(dir, tc.name)
 		writeFile(t, path, tc.body)

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -84,6 +86,12 @@ func TestServeBuiltin(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(data, "files", "notes.txt")); err != nil {
 		t.Errorf("the data directory was not seeded: %v", err)
 	}
+	base := strings.TrimSuffix(url, gateway.MCPPath)
+	lm := regexp.MustCompile(`(?m)^  (` + regexp.QuoteMeta(base) + `/ui/login\?token=(\S+))$`).FindStringSubmatch(out)
+	if lm == nil || !strings.Contains(out, "wait for approval at "+base+"/ui/") {
+		t.Fatalf("no approval page or login link printed:\n%s", out)
+	}
+	signInWith(t, base, lm[1], lm[2])
 
 	for _, p := range []*wiretest.Peer{wiretest.Stateless(url, nil), wiretest.Legacy(url, nil)} {
 		r := p.Call(t, "tools/list", nil)
@@ -169,5 +177,47 @@ func TestServeConfigSeam(t *testing.T) {
 	err := c.run(context.Background(), &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: newTermWriter(io.Discard, textOutput)}, invocation{})
 	if asked != "servers.json" || err == nil || !strings.Contains(err.Error(), io.ErrUnexpectedEOF.Error()) {
 		t.Errorf("loader asked for %q, run returned %v", asked, err)
+	}
+}
+
+// signInWith signs in to the page with a printed login link, as a browser
+// would, and checks that the page then shows the pending approvals; the
+// link works once.
+func signInWith(t *testing.T, base, link, token string) {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(u string) (int, string) {
+		resp, err := c.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	post := func() int {
+		req, _ := http.NewRequest(http.MethodPost, base+"/ui/login", strings.NewReader(neturl.Values{"token": {token}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", base)
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if st, body := get(link); st != http.StatusOK || !strings.Contains(body, `id="signin"`) {
+		t.Fatalf("login link: %d\n%s", st, body)
+	}
+	if st := post(); st != http.StatusSeeOther {
+		t.Fatalf("sign in: %d", st)
+	}
+	if st, body := get(base + "/ui/"); st != http.StatusOK || !strings.Contains(body, "waiting for your approval") {
+		t.Fatalf("page after signing in: %d\n%s", st, body)
+	}
+	if st := post(); st == http.StatusSeeOther {
+		t.Error("the login link signed in twice")
 	}
 }

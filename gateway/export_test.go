@@ -1,0 +1,19 @@
+package gateway
+
+import (
+	"slices"
+
+	"github.com/preflightmcp/preflight/gateway/pipeline"
+)
+
+// InsertStage puts s into g's chain before the stage named before (at the
+// end when there is none), for tests that need a stage the gateway's
+// options do not make. Call it before serving.
+func InsertStage(g *Gateway, before string, s pipeline.Stage) {
+	i := slices.IndexFunc(g.stages, func(st pipeline.Stage) bool { return st.Name == before })
+	if i < 0 {
+		i = len(g.stages)
+	}
+	g.stages = slices.Insert(g.stages, i, s)
+	g.chain = pipeline.Chain(g.forward, g.stages...)
+}

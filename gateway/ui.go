@@ -1,0 +1,139 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/preflightmcp/preflight/gateway/auth"
+	"github.com/preflightmcp/preflight/gateway/config"
+	"github.com/preflightmcp/preflight/gateway/internal/quietlog"
+	"github.com/preflightmcp/preflight/gateway/page"
+	"github.com/preflightmcp/preflight/lint"
+	"github.com/preflightmcp/preflight/safety"
+)
+
+// PagePath is where [Gateway.Serve] mounts the page (package page).
+const PagePath = "/ui"
+
+// Page configures the gateway's web page: pending approvals, the audit
+// log, each tool's safety and the pinned definitions.
+type Page struct {
+	// Login signs people in: a page.TokenLogin on a loopback deployment
+	// (the gateway's command prints its login link), an identity
+	// provider's page.Authenticator otherwise. Required.
+	Login page.Authenticator
+	// URL is the page's root as people reach it, such as
+	// https://mcp.example.com/ui: the links clients are given start with
+	// it. Empty means http://ADDR/ui, ADDR being the listener of Serve.
+	URL string
+	// Hosts are the host names the page answers besides loopback ones
+	// (page.Options.Hosts); Secure marks its cookies Secure behind a
+	// proxy that terminates TLS.
+	Hosts  []string
+	Secure bool
+	// Sessions keeps the page's sessions. Nil means in process.
+	Sessions page.Sessions
+}
+
+// newPage builds the page handler, or nil when the page is off.
+func (g *Gateway) newPage() (http.Handler, error) {
+	p := g.opts.Page
+	if p == nil {
+		return nil, nil
+	}
+	if p.Login == nil {
+		return nil, errors.New("gateway: Page.Login is required")
+	}
+	if p.URL != "" {
+		u := strings.TrimRight(p.URL, "/")
+		g.pageURL.Store(&u)
+	}
+	o := &page.Options{
+		Safety:   g,
+		Sessions: p.Sessions,
+		Hosts:    p.Hosts,
+		Secure:   p.Secure,
+		Prefix:   PagePath,
+		Logger:   quietlog.Warn(g.logger),
+	}
+	// Nil interfaces stay nil: the page treats them as off.
+	if g.opts.Approvals != nil {
+		o.Approvals = g.opts.Approvals
+	}
+	if g.opts.AuditLog != nil {
+		o.Audit = g.opts.AuditLog
+	}
+	if g.opts.Pins != nil {
+		o.Pins = g.opts.Pins
+	}
+	return page.New(p.Login, o)
+}
+
+// PageHandler returns the page as an http.Handler, to mount at PagePath
+// (its paths start with it), or nil when Options.Page is nil.
+func (g *Gateway) PageHandler() http.Handler {
+	if g.ui == nil {
+		return nil
+	}
+	return g.ui
+}
+
+// PageURL returns the page's root URL (Options.Page.URL, or the one Serve
+// derived from its listener), "" before it is known or when the page is
+// off.
+func (g *Gateway) PageURL() string {
+	if u := g.pageURL.Load(); u != nil {
+		return *u
+	}
+	return ""
+}
+
+// SafetyTables implements page.Safety: one table per upstream, built by
+// package safety from the tools as the upstream lists them now.
+func (g *Gateway) SafetyTables(context.Context) ([]*safety.Table, error) {
+	v := g.View()
+	var tables []*safety.Table
+	for _, c := range g.conns {
+		t := &lint.Target{Kind: lint.KindServer, Source: c.Name(), Server: &mcp.Implementation{Name: c.Name()}}
+		for _, tool := range v.Tools {
+			if tool.Upstream != c.Name() {
+				continue
+			}
+			lt, err := lint.ParseTool(tool.Raw)
+			if err != nil {
+				continue // the catalog skipped it already
+			}
+			t.Tools = append(t.Tools, lt)
+		}
+		if len(t.Tools) > 0 {
+			tables = append(tables, safety.FromTarget(t))
+		}
+	}
+	return tables, nil
+}
+
+// authenticator returns Options.Auth, or the anonymous one, which serves
+// loopback only.
+func (g *Gateway) authenticator() *auth.Authenticator {
+	if g.opts.Auth != nil {
+		return g.opts.Auth
+	}
+	return g.anonymous
+}
+
+// checkListener refuses to serve without authentication on anything but a
+// loopback address.
+func (g *Gateway) checkListener(addr string) error {
+	if g.opts.Auth != nil && !g.opts.Auth.Anonymous() {
+		return nil
+	}
+	_, err := auth.New(config.Auth{}, &auth.Options{Addr: addr})
+	if err != nil {
+		return errors.New("gateway: " + strings.TrimPrefix(err.Error(), "auth: "))
+	}
+	return nil
+}
