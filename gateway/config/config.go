@@ -53,6 +53,8 @@ type Config struct {
 	// Auth is how clients authenticate; zero means they do not, which is
 	// allowed only on a loopback listener.
 	Auth Auth `json:"auth,omitzero"`
+	// Pins is where pinned tool definitions are kept.
+	Pins Pins `json:"pins"`
 }
 
 // Listen says where the gateway serves MCP. Its zero value leaves both to

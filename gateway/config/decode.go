@@ -95,6 +95,8 @@ func allowed(t reflect.Type) []string {
 		vals = []string{string(TransportStdio), string(TransportHTTP), string(TransportSSE), "streamable-http", "streamableHttp"}
 	case reflect.TypeFor[Store]():
 		vals = []string{string(StoreMemory), string(StoreRedis)}
+	case reflect.TypeFor[PinStore]():
+		vals = []string{string(PinStoreSQLite), string(PinStorePostgres)}
 	case reflect.TypeFor[Algorithm]():
 		for _, a := range algorithms {
 			vals = append(vals, string(a))
