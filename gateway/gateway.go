@@ -27,6 +27,7 @@ import (
 	"github.com/preflightmcp/preflight/disclose"
 	"github.com/preflightmcp/preflight/gateway/bridge"
 	"github.com/preflightmcp/preflight/gateway/catalog"
+	"github.com/preflightmcp/preflight/gateway/pin"
 	"github.com/preflightmcp/preflight/gateway/pipeline"
 	"github.com/preflightmcp/preflight/gateway/upstream"
 	"github.com/preflightmcp/preflight/requeststate"
@@ -81,6 +82,14 @@ type Options struct {
 	// Disclosure turns on progressive disclosure of tool descriptions for
 	// some or all upstreams. Nil means off.
 	Disclosure *Disclosure
+	// Pinner pins the tool definitions each upstream lists (the upstream's
+	// own names) and holds back those that changed: a quarantined tool is
+	// listed as its pinned definition and its calls are refused (the pin
+	// stage) until someone approves the change. Nil means no pinning.
+	Pinner *pin.Pinner
+
+	// closers are closed by Close (stores OptionsFromConfig opened).
+	closers []func() error
 }
 
 // UpstreamSpec describes one upstream server and how its names are exposed.
@@ -144,6 +153,8 @@ type Gateway struct {
 	resolver pipeline.Resolver
 	forward  *bridge.Forward
 	chain    pipeline.Handler
+	pinner   *pin.Pinner
+	pins     map[string]pinned // by upstream (rebuild goroutine only)
 
 	conns  []*upstream.Conn
 	byName map[string]*upstream.Conn
@@ -205,6 +216,8 @@ func New(opts *Options) (*Gateway, error) {
 		rebuildC: make(chan struct{}, 1),
 		changed:  make(chan struct{}),
 		resolver: o.Resolver,
+		pinner:   o.Pinner,
+		pins:     map[string]pinned{},
 	}
 	if g.resolver == nil {
 		g.resolver = pipeline.UpstreamOrStatic{Logger: logger}
@@ -232,11 +245,15 @@ func New(opts *Options) (*Gateway, error) {
 	g.state.Store(&snapshot{view: catalog.Build(nil, g.multi)})
 	g.server = g.newServer(info)
 	g.forward = bridge.New(&bridge.Options{Ring: o.Ring, Audience: o.Name, Parking: o.Parking, MaxRounds: o.MaxRounds, Logger: logger})
-	g.chain = pipeline.Chain(g.forward,
+	stages := []pipeline.Stage{
 		pipeline.Log(logger),
 		pipeline.Route(g),
-		pipeline.Resolve(g.resolver, logger),
-	)
+	}
+	if g.pinner != nil {
+		stages = append(stages, pipeline.Pin(g.pinner))
+	}
+	stages = append(stages, pipeline.Resolve(g.resolver, logger))
+	g.chain = pipeline.Chain(g.forward, stages...)
 	return g, nil
 }
 
@@ -309,10 +326,14 @@ func (g *Gateway) Close() error {
 	for ss := range g.server.Sessions() {
 		ss.Close()
 	}
+	var errs []error
 	if d := g.opts.Disclosure; d != nil && d.Close != nil {
-		return d.Close()
+		errs = append(errs, d.Close())
 	}
-	return nil
+	for _, c := range g.opts.closers {
+		errs = append(errs, c())
+	}
+	return errors.Join(errs...)
 }
 
 // WaitReady waits until every upstream that is not lazy is up, or ctx is
