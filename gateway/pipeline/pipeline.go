@@ -4,8 +4,9 @@
 //
 // The gateway's chain today is
 //
-//	log -> route -> resolve -> forward
+//	log -> route -> pin -> resolve -> forward
 //
+// (pin only when the gateway pins tool definitions: [Pin])
 // and the decisions of the next stages slot in between without touching
 // the others:
 //
