@@ -18,6 +18,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/internal/cli"
 	"github.com/preflightmcp/preflight/gateway/internal/pgtest"
+	"github.com/preflightmcp/preflight/gateway/page"
 	"github.com/preflightmcp/preflight/gateway/pin"
 	"github.com/preflightmcp/preflight/gateway/pin/sqlstore"
 	"github.com/preflightmcp/preflight/internal/wiretest"
@@ -257,11 +258,13 @@ func TestPinStrictOnTheWire(t *testing.T) {
 
 // TestPinWarnOnTheWire: on a trusted server in warn mode, a reworded
 // description is served and callable (recorded as changed), and only a
-// change that removes caution quarantines the tool.
+// change that removes caution quarantines the tool; an approval on the
+// page (gateway.PinsPage) releases it.
 func TestPinWarnOnTheWire(t *testing.T) {
 	up := newRugServer(t)
 	store := pin.NewMemoryStore(0)
-	_, url := pinnedGateway(t, up.url, store, pin.ModeWarn)
+	p := pin.New(store, &pin.Options{Mode: func(string) pin.Mode { return pin.ModeWarn }})
+	_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{{Name: "files", URL: up.url}}, Pinner: p})
 	w := watch(t, url)
 
 	up.setDelete("Delete one file.", true)
@@ -279,14 +282,36 @@ func TestPinWarnOnTheWire(t *testing.T) {
 
 	up.setDelete("Delete one file.", false)
 	w.next(t, "delete_file stopped being destructive")
-	if q := quarantine(listedTool(t, url, "delete_file")); q == nil {
-		t.Errorf("a change that removes caution is quarantined in warn mode too")
+	q := quarantine(listedTool(t, url, "delete_file"))
+	if q == nil {
+		t.Fatalf("a change that removes caution is quarantined in warn mode too")
 	}
 	if _, isErr := callTool(t, url, "delete_file"); !isErr[0] || !isErr[1] {
 		t.Errorf("a quarantined tool was called")
 	}
 	if n := up.deletes.Load(); n != 2 {
 		t.Errorf("the upstream ran delete_file %d times, want 2", n)
+	}
+
+	// Approved on the page (its view of the gateway's pinner), it is
+	// released in the running gateway.
+	pins := gateway.PinsPage(p)
+	listed, err := pins.Pins(context.Background())
+	if err != nil || len(listed) != 2 || !listed[0].Quarantined || listed[0].Candidate != q["pending"] {
+		t.Fatalf("the page's pins: %+v, %v", listed, err)
+	}
+	if err := pins.ApprovePin(context.Background(), "files", "delete_file", listed[0].Candidate, page.Identity{Principal: "carol", Admin: true}); err != nil {
+		t.Fatal(err)
+	}
+	w.next(t, "the approval on the page")
+	if tl := listedTool(t, url, "delete_file"); quarantine(tl) != nil || destructive(tl) != false {
+		t.Errorf("after the approval on the page: %v", tl)
+	}
+	if _, isErr := callTool(t, url, "delete_file"); isErr[0] || isErr[1] {
+		t.Errorf("refused after the approval on the page")
+	}
+	if r, err := store.Get(context.Background(), "files", "delete_file"); err != nil || r.ApprovedBy != "carol" {
+		t.Errorf("approved by %+v, %v", r, err)
 	}
 }
 
