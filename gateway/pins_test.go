@@ -215,6 +215,17 @@ func TestPinStrictOnTheWire(t *testing.T) {
 	if texts, isErr := callTool(t, url, "read_file"); isErr[0] || isErr[1] || texts[0] != "contents" {
 		t.Errorf("read_file: %q %v", texts, isErr)
 	}
+	// tools/resolve of the quarantined tool is refused too (package
+	// resolve answers a resolver's refusal with its own message); of the
+	// other one it is answered.
+	ext := wiretest.Peer{URL: url, Version: modern, Capabilities: wiretest.WithExtension(preflight.ExtensionToolResolution)}
+	if r := ext.Call(t, "tools/resolve", map[string]any{"name": "delete_file", "arguments": map[string]any{"path": "a"}}); r.Error == nil ||
+		r.Error.Code != -32603 || !strings.Contains(r.Error.Message, `could not resolve tool "delete_file"`) {
+		t.Errorf("tools/resolve of a quarantined tool: %s", r.Raw)
+	}
+	if r := ext.Call(t, "tools/resolve", map[string]any{"name": "read_file", "arguments": map[string]any{"path": "a"}}); r.Error != nil {
+		t.Errorf("tools/resolve of read_file: %s", r.Raw)
+	}
 
 	// A gateway started afresh on the same store sees the same pins: the
 	// changed definition is not pinned at first sight.
