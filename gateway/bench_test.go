@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/gateway"
+	"github.com/preflightmcp/preflight/gateway/pin"
+	"github.com/preflightmcp/preflight/gateway/pin/sqlstore"
 	"github.com/preflightmcp/preflight/gateway/upstream"
 )
 
@@ -49,7 +52,36 @@ func BenchmarkGatewayCall(b *testing.B) {
 			})
 			for _, clients := range []int{1, 8} {
 				b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-					benchPaths(b, era, clients, up, gw)
+					benchPaths(b, era, clients, up, gw, [2]string{"direct", "gateway"})
+				})
+			}
+		})
+	}
+}
+
+// BenchmarkGatewayCallPinned measures what pinning adds to a tools/call:
+// the same no-op call through two gateways in front of one upstream, one
+// without pins and one pinning in SQLite (strict mode), interleaved as in
+// BenchmarkGatewayCall. The pin stage answers each call from memory (and
+// reads the store at most once per pin.DefaultRefresh per tool).
+//
+// Metrics: as BenchmarkGatewayCall's, the paths named unpinned and pinned;
+// added-p50-µs is what the pin check adds.
+func BenchmarkGatewayCallPinned(b *testing.B) {
+	for _, era := range []string{modern, legacy} {
+		b.Run("era="+era, func(b *testing.B) {
+			up := serveHTTP(b, endpoint.NewHandler(noopServer(), nil))
+			spec := gateway.UpstreamSpec{Name: "noop", URL: up, Era: era, CallTimeout: time.Minute}
+			_, plain := startGateway(b, &gateway.Options{Upstreams: []gateway.UpstreamSpec{spec}})
+			store, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "pins.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { store.Close() })
+			_, pinned := startGateway(b, &gateway.Options{Upstreams: []gateway.UpstreamSpec{spec}, Pinner: pin.New(store, nil)})
+			for _, clients := range []int{1, 8} {
+				b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+					benchPaths(b, era, clients, plain, pinned, [2]string{"unpinned", "pinned"})
 				})
 			}
 		})
@@ -57,8 +89,8 @@ func BenchmarkGatewayCall(b *testing.B) {
 }
 
 // benchPaths runs b.N calls on each path with clients concurrent sessions
-// per path.
-func benchPaths(b *testing.B, era string, clients int, direct, gw string) {
+// per path; names name the two paths in the metrics.
+func benchPaths(b *testing.B, era string, clients int, direct, gw string, names [2]string) {
 	sessions := func(url string) []*mcp.ClientSession {
 		var out []*mcp.ClientSession
 		for range clients {
@@ -127,10 +159,10 @@ func benchPaths(b *testing.B, era string, clients int, direct, gw string) {
 		return float64(d[int(f*float64(len(d)-1))].Microseconds())
 	}
 	d50, g50 := q(lat[0], 0.5), q(lat[1], 0.5)
-	b.ReportMetric(d50, "direct-p50-µs")
-	b.ReportMetric(g50, "gateway-p50-µs")
-	b.ReportMetric(q(lat[0], 0.9), "direct-p90-µs")
-	b.ReportMetric(q(lat[1], 0.9), "gateway-p90-µs")
+	b.ReportMetric(d50, names[0]+"-p50-µs")
+	b.ReportMetric(g50, names[1]+"-p50-µs")
+	b.ReportMetric(q(lat[0], 0.9), names[0]+"-p90-µs")
+	b.ReportMetric(q(lat[1], 0.9), names[1]+"-p90-µs")
 	b.ReportMetric(g50-d50, "added-p50-µs")
 	b.ReportMetric(wall[0].Seconds()/wall[1].Seconds(), "throughput-ratio")
 	b.ReportMetric(0, "ns/op")

@@ -161,9 +161,11 @@ func TestOptionsFromConfigDisclosure(t *testing.T) {
 	if d == nil || strings.Join(d.Servers, ",") != "a,c" || d.Options.TTL != 2*time.Hour || d.Options.Store != nil {
 		t.Fatalf("disclosure %+v", d)
 	}
-	if _, err := gateway.New(opts); err != nil {
+	g, err := gateway.New(opts)
+	if err != nil {
 		t.Fatal(err)
 	}
+	g.Close() // closes the pin store
 
 	cfg, err = config.Parse("test.yaml", []byte("servers:\n  a: {command: x, disclose: true}\n"), noEnv)
 	if err != nil {
@@ -172,6 +174,10 @@ func TestOptionsFromConfigDisclosure(t *testing.T) {
 	if opts, err = gateway.OptionsFromConfig(cfg); err != nil || opts.Disclosure == nil || strings.Join(opts.Disclosure.Servers, ",") != "a" {
 		t.Fatalf("servers.a.disclose alone: %v, %+v", err, opts)
 	}
+	if g, err = gateway.New(opts); err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
 
 	cfg, err = config.Parse("test.yaml", []byte("servers:\n  a: {command: x}\ndisclosure: {enabled: true, store: redis}\nredis: {url: \"redis://127.0.0.1:1\"}\n"), noEnv)
 	if err != nil {
@@ -180,8 +186,7 @@ func TestOptionsFromConfigDisclosure(t *testing.T) {
 	if opts, err = gateway.OptionsFromConfig(cfg); err != nil || opts.Disclosure == nil || opts.Disclosure.Options.Store == nil || opts.Disclosure.Close == nil {
 		t.Fatalf("redis store: %v, %+v", err, opts)
 	}
-	g, err := gateway.New(opts)
-	if err != nil {
+	if g, err = gateway.New(opts); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.Close(); err != nil { // closes the Redis client

@@ -17,3 +17,7 @@ func InsertStage(g *Gateway, before string, s pipeline.Stage) {
 	g.stages = slices.Insert(g.stages, i, s)
 	g.chain = pipeline.Chain(g.forward, g.stages...)
 }
+
+// CloseOptions closes what OptionsFromConfig opened for options no gateway
+// was built from (closing twice is harmless).
+func CloseOptions(o *Options) { o.close() }

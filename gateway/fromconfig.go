@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,6 +18,8 @@ import (
 	approvalsql "github.com/preflightmcp/preflight/gateway/approval/sqlstore"
 	"github.com/preflightmcp/preflight/gateway/auth"
 	"github.com/preflightmcp/preflight/gateway/config"
+	"github.com/preflightmcp/preflight/gateway/pin"
+	"github.com/preflightmcp/preflight/gateway/pin/sqlstore"
 	"github.com/preflightmcp/preflight/gateway/redisstore"
 	"github.com/preflightmcp/preflight/gateway/state"
 	"github.com/preflightmcp/preflight/requeststate"
@@ -35,7 +40,10 @@ import (
 // store on redis.url under redis.prefix + "disclose:", whose client
 // [Gateway.Close] closes. requestState's keys become [Options.Ring], shared
 // by every replica with the same keys; an approvals section becomes
-// [Options.Approvals] (see approvalsFromConfig).
+// [Options.Approvals] (see approvalsFromConfig). Unless every server's pin
+// is off, the pins section becomes [Options.Pinner], over the store
+// [OpenPinStore] opens (which Gateway.Close closes), with each server's pin
+// as its mode.
 func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 	if cfg == nil || len(cfg.Servers) == 0 {
 		return nil, errors.New("configuration: servers: at least one server is required")
@@ -137,6 +145,15 @@ func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 			return nil, err
 		}
 	}
+	if pinning(cfg) {
+		store, err := OpenPinStore(context.Background(), cfg.Pins)
+		if err != nil {
+			opts.close()
+			return nil, err
+		}
+		opts.Pinner = pin.New(store, &pin.Options{Mode: PinModes(cfg)})
+		opts.closers = append(opts.closers, store.Close)
+	}
 	return opts, nil
 }
 
@@ -189,4 +206,58 @@ func (o *Options) close() {
 		_ = c()
 	}
 	o.closers = nil
+}
+
+// pinning reports whether some server's definitions are pinned.
+func pinning(cfg *config.Config) bool {
+	for _, s := range cfg.Servers {
+		if s != nil && s.Pin != config.PinOff {
+			return true
+		}
+	}
+	return false
+}
+
+// PinModes returns each server's pin mode as the configuration says (a
+// server it does not name is strict).
+func PinModes(cfg *config.Config) func(server string) pin.Mode {
+	modes := make(map[string]pin.Mode, len(cfg.Servers))
+	for name, s := range cfg.Servers {
+		if s != nil {
+			modes[name] = pin.Mode(s.Pin)
+		}
+	}
+	return func(server string) pin.Mode {
+		if m, ok := modes[server]; ok {
+			return m
+		}
+		return pin.ModeStrict
+	}
+}
+
+// pinOpenTimeout bounds opening the pin store (a PostgreSQL server may be
+// unreachable).
+const pinOpenTimeout = 30 * time.Second
+
+// OpenPinStore opens the pin store of a configuration's pins section: its
+// SQLite file (the default one, in config.DefaultStateDir, is created with
+// its directory) or its PostgreSQL database. The gateway and the
+// preflight pins command open the same store from the same file.
+func OpenPinStore(ctx context.Context, p config.Pins) (sqlstore.Store, error) {
+	spec, err := p.Spec()
+	if err != nil {
+		return nil, fmt.Errorf("configuration: pins: %w", err)
+	}
+	if path, ok := strings.CutPrefix(spec, "sqlite:"); ok {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("configuration: pins.path: %w", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, pinOpenTimeout)
+	defer cancel()
+	store, err := sqlstore.Open(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("configuration: pins: the pin store: %w", err)
+	}
+	return store, nil
 }

@@ -34,6 +34,7 @@ func optionsFrom(t *testing.T, yaml string, env map[string]string) *gateway.Opti
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { gateway.CloseOptions(opts) })
 	return opts
 }
 

@@ -1,6 +1,8 @@
 package gateway_test
 
 import (
+	"context"
+	"errors"
 	"net"
 	"net/http"
 	"os"
@@ -9,9 +11,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/auth"
 	"github.com/preflightmcp/preflight/gateway/config"
+	"github.com/preflightmcp/preflight/gateway/pin"
+	"github.com/preflightmcp/preflight/gateway/pin/sqlstore"
 )
 
 func noEnv(string) (string, bool) { return "", false }
@@ -42,8 +48,10 @@ func TestOptionsFromClientFiles(t *testing.T) {
 		if len(opts.Upstreams) != len(cfg.Servers) || opts.Resolver == nil {
 			t.Errorf("%s: %d upstreams for %d servers, resolver %v", path, len(opts.Upstreams), len(cfg.Servers), opts.Resolver)
 		}
-		if _, err := gateway.New(opts); err != nil {
+		if g, err := gateway.New(opts); err != nil {
 			t.Errorf("%s: gateway.New: %v", path, err)
+		} else if err := g.Close(); err != nil { // closes the pin store
+			t.Errorf("%s: Close: %v", path, err)
 		}
 		if !strings.HasPrefix(filepath.Base(path), "claude_desktop") {
 			continue
@@ -139,5 +147,69 @@ func TestOptionsFromConfigAuth(t *testing.T) {
 	defer ln.Close()
 	if err := g.Serve(t.Context(), ln); err == nil || !strings.Contains(err.Error(), "without authentication") {
 		t.Errorf("serving on %s without auth: %v", ln.Addr(), err)
+	}
+}
+
+// TestOptionsFromConfigPins: the pins section becomes Options.Pinner over
+// its store, with each server's pin as its mode; a configuration whose
+// servers all have pin off opens no store.
+func TestOptionsFromConfigPins(t *testing.T) {
+	dir := t.TempDir()
+	yaml := "servers:\n  a: {command: x, trust: untrusted}\n  b: {command: y}\n  c: {command: z, pin: off}\npins:\n  path: pins.db\n"
+	cfg, err := config.Parse(filepath.Join(dir, "gateway.yaml"), []byte(yaml), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := gateway.OptionsFromConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := opts.Pinner
+	if p == nil {
+		t.Fatal("no Pinner")
+	}
+	for server, want := range map[string]pin.Mode{"a": pin.ModeStrict, "b": pin.ModeWarn, "c": pin.ModeOff, "unknown": pin.ModeStrict} {
+		if got := p.Mode(server); got != want {
+			t.Errorf("mode of %s = %s, want %s", server, got, want)
+		}
+	}
+	if _, err := p.Check(context.Background(), "a", []*mcp.Tool{{Name: "t", InputSchema: map[string]any{"type": "object"}}}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The pin is in the file the section names, for preflight pins to see.
+	s, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(dir, "pins.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if r, err := s.Get(context.Background(), "a", "t"); err != nil || r.State != pin.StatePinned {
+		t.Errorf("the pin in pins.db: %+v, %v", r, err)
+	}
+
+	cfg, err = config.Parse(filepath.Join(dir, "off.yaml"), []byte("servers:\n  a: {command: x, pin: off}\npins:\n  path: off.db\n"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts, err = gateway.OptionsFromConfig(cfg); err != nil || opts.Pinner != nil {
+		t.Errorf("every pin off: %v, Pinner %v", err, opts.Pinner)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "off.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("every pin off, yet the store was opened: %v", err)
+	}
+
+	// A store that cannot be opened is an error naming the section.
+	cfg, err = config.Parse(filepath.Join(dir, "bad.yaml"), []byte("servers:\n  a: {command: x}\npins:\n  store: postgres\n  url: \"postgres://preflight:hunter2@127.0.0.1:1/none?connect_timeout=5\"\n"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gateway.OptionsFromConfig(cfg); err == nil || !strings.Contains(err.Error(), "configuration: pins") || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("an unreachable store: %v", err)
 	}
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/catalog"
 	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/page"
+	"github.com/preflightmcp/preflight/gateway/pin"
 	"github.com/preflightmcp/preflight/gateway/pipeline"
 	"github.com/preflightmcp/preflight/gateway/upstream"
 	"github.com/preflightmcp/preflight/requeststate"
@@ -102,7 +103,13 @@ type Options struct {
 	AuditLog page.AuditLog
 	Pins     page.Pins
 
-	// closers are run by Close, last: what OptionsFromConfig opened.
+	// Pinner pins the tool definitions each upstream lists (the upstream's
+	// own names) and holds back those that changed: a quarantined tool is
+	// listed as its pinned definition and its calls are refused (the pin
+	// stage) until someone approves the change. Nil means no pinning.
+	Pinner *pin.Pinner
+
+	// closers are closed by Close (stores OptionsFromConfig opened).
 	closers []func() error
 }
 
@@ -168,6 +175,8 @@ type Gateway struct {
 	forward  *bridge.Forward
 	chain    pipeline.Handler
 	stages   []pipeline.Stage // of chain, outermost first
+	pinner   *pin.Pinner
+	pins     map[string]pinned // by upstream (rebuild goroutine only)
 
 	conns  []*upstream.Conn
 	byName map[string]*upstream.Conn
@@ -233,6 +242,8 @@ func New(opts *Options) (*Gateway, error) {
 		rebuildC: make(chan struct{}, 1),
 		changed:  make(chan struct{}),
 		resolver: o.Resolver,
+		pinner:   o.Pinner,
+		pins:     map[string]pinned{},
 	}
 	if g.resolver == nil {
 		g.resolver = pipeline.UpstreamOrStatic{Logger: logger}
@@ -263,8 +274,11 @@ func New(opts *Options) (*Gateway, error) {
 	stages := []pipeline.Stage{
 		pipeline.Log(logger),
 		pipeline.Route(g),
-		pipeline.Resolve(g.resolver, logger),
 	}
+	if g.pinner != nil {
+		stages = append(stages, pipeline.Pin(g.pinner))
+	}
+	stages = append(stages, pipeline.Resolve(g.resolver, logger))
 	if o.Approvals != nil {
 		stages = append(stages, pipeline.Approve(pipeline.ApproveOptions{Approvals: o.Approvals, PageURL: g.PageURL,
 			Ring: o.Ring, Audience: o.Name, Logger: logger}))

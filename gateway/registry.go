@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
@@ -52,13 +53,18 @@ type mirror struct {
 // rebuild tells the clients, even if the aggregate looks the same (the
 // upstream may have changed and changed back, as a client could have seen).
 func (g *Gateway) listChanged(_ *upstream.Conn, kinds upstream.ListKinds) {
+	g.listChangedKinds(kinds)
+	g.rebuildSoon()
+}
+
+// listChangedKinds has the next rebuild announce kinds.
+func (g *Gateway) listChangedKinds(kinds upstream.ListKinds) {
 	for {
 		old := g.announce.Load()
 		if g.announce.CompareAndSwap(old, old|uint32(kinds)) {
 			break
 		}
 	}
-	g.rebuildSoon()
 }
 
 // announceLists makes the SDK server send list_changed for kinds, by adding
@@ -91,13 +97,26 @@ func (g *Gateway) rebuildSoon() {
 func (g *Gateway) rebuildLoop(ctx context.Context) {
 	g.mirror = mirror{tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, templates: map[string]string{}}
 	var lastProblems string
+	// Quarantined tools are checked again as often as the pinner reads
+	// its store, so that an approval releases them.
+	var recheck <-chan time.Time
+	if g.pinner != nil {
+		t := time.NewTicker(g.pinner.Refresh())
+		defer t.Stop()
+		recheck = t.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-g.rebuildC:
+		case <-recheck:
+			if !g.pinsMoved(ctx) {
+				continue
+			}
+			g.listChangedKinds(upstream.ListTools)
 		}
-		snap := g.rebuild()
+		snap := g.rebuild(ctx)
 		if p := fmt.Sprint(snap.problems); p != lastProblems {
 			lastProblems = p
 			for _, pr := range snap.problems {
@@ -112,7 +131,7 @@ func (g *Gateway) rebuildLoop(ctx context.Context) {
 
 // rebuild aggregates the listings of the upstreams that are up, mirrors
 // the result into the SDK server and publishes it.
-func (g *Gateway) rebuild() *snapshot {
+func (g *Gateway) rebuild(ctx context.Context) *snapshot {
 	prev := g.state.Load()
 	listings := make([]*catalog.Listing, 0, len(g.conns))
 	used := map[string]*catalog.Listing{}
@@ -122,8 +141,9 @@ func (g *Gateway) rebuild() *snapshot {
 			used[c.Name()] = l
 		}
 	}
+	listings, pinProblems := g.pinListings(ctx, listings)
 	v := catalog.Build(listings, g.multi)
-	snap := &snapshot{view: v, version: prev.version + 1, upstreams: used, problems: slices.Clone(v.Problems)}
+	snap := &snapshot{view: v, version: prev.version + 1, upstreams: used, problems: append(slices.Clone(v.Problems), pinProblems...)}
 
 	// Tools: skip what the SDK server would refuse, then precompute JSON.
 	want := map[string]string{}
@@ -383,6 +403,12 @@ func (g *Gateway) toolResolver() resolve.Resolver {
 		t, ok := g.View().Tool(call.Name)
 		if !ok {
 			return resolve.Resolution{}, fmt.Errorf("tool %q is no longer served", call.Name)
+		}
+		if g.pinner != nil {
+			// A quarantined tool's upstream is not asked about it either.
+			if err := g.pinner.Allowed(ctx, t.Upstream, t.Name); err != nil {
+				return resolve.Resolution{}, err
+			}
 		}
 		conn, _ := g.Upstream(t.Upstream)
 		raw, err := json.Marshal(call.Arguments)

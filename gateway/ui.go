@@ -69,6 +69,8 @@ func (g *Gateway) newPage() (http.Handler, error) {
 	}
 	if g.opts.Pins != nil {
 		o.Pins = g.opts.Pins
+	} else if g.opts.Pinner != nil {
+		o.Pins = PinsPage(g.opts.Pinner)
 	}
 	return page.New(p.Login, o)
 }

@@ -59,6 +59,8 @@ type Config struct {
 	// Approvals keeps the calls that wait for a person's approval; zero
 	// when the file has no approvals section.
 	Approvals Approvals `json:"approvals,omitzero"`
+	// Pins is where pinned tool definitions are kept.
+	Pins Pins `json:"pins"`
 }
 
 // Listen says where the gateway serves MCP. Its zero value leaves both to

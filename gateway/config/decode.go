@@ -97,6 +97,8 @@ func allowed(t reflect.Type) []string {
 		vals = []string{string(StoreMemory), string(StoreRedis)}
 	case reflect.TypeFor[ApprovalStore]():
 		vals = []string{string(ApprovalsMemory), string(ApprovalsSQLite), string(ApprovalsPostgres)}
+	case reflect.TypeFor[PinStore]():
+		vals = []string{string(PinStoreSQLite), string(PinStorePostgres)}
 	case reflect.TypeFor[Algorithm]():
 		for _, a := range algorithms {
 			vals = append(vals, string(a))

@@ -26,7 +26,7 @@ var badFiles = []struct {
 	schema schemaVerdict
 }{
 	{"unknown_key.yaml", `3:5: servers.github.tpye: unknown key, did you mean type? (allowed: args, bearerTokenEnv, command, connect, cwd, disclose, env, envFile, exclude, headers, include, overrides, pin, prefix, rules, separator, timeouts, trust, type, url)`, schemaRejects},
-	{"top_unknown.yaml", `4:1: audit: unknown key (allowed: $schema, approvals, auth, disclosure, listen, redis, requestState, servers)`, schemaRejects},
+	{"top_unknown.yaml", `4:1: audit: unknown key (allowed: $schema, approvals, auth, disclosure, listen, pins, redis, requestState, servers)`, schemaRejects},
 	{"bad_type.yaml", `3:11: servers.github.type: "htp" is not allowed (allowed: stdio, http, sse)`, schemaRejects},
 	{"stdio_with_url.yaml", `5:10: servers.files.url: not allowed for a stdio server (it is for http and sse servers)`, schemaRejects},
 	{"remote_stdio_fields.yaml", `4:10: servers.api.url: not an http:// or https:// URL with a host
@@ -100,6 +100,12 @@ var badFiles = []struct {
 4:33: mcpServers.local.trust: unknown key (allowed in an mcpServers entry: args, command, cwd, env, envFile, headers, type, url)`, schemaNA},
 	{"vscode_input.json", `9:26: servers.search.env.API_KEY: ${input:search-key} has no default, and preflight cannot prompt for it: set SEARCH_KEY or "search-key" in the environment
 9:58: servers.search.env.OTHER: ${input:other} is not defined in inputs, and preflight cannot prompt for it: set OTHER or "other" in the environment`, schemaNA},
+	{"pins_sqlite.yaml", `5:10: pins.store: "mysql" is not allowed (allowed: sqlite, postgres)
+6:9: pins.path: empty: name the SQLite file, or leave pins.path out for the default (pins.db in the user's state directory)
+7:8: pins.url: is for the postgres store; the sqlite store keeps its pins in pins.path`, schemaRejects},
+	{"pins_postgres.yaml", `6:9: pins.path: is for the sqlite store; the postgres store is the database in pins.url
+7:8: pins.url: not a PostgreSQL URL (allowed: postgres://user[:password]@host[:port]/database[?sslmode=...])`, schemaRejects},
+	{"pins_no_url.yaml", `5:3: pins.url: required: the PostgreSQL database, as postgres://user@host:5432/database`, schemaRejects},
 	{"vscode_sandbox.json", `6:7: servers.files.sandboxEnabled: unknown key (allowed in a VS Code server: args, command, cwd, dev, env, envFile, headers, type, url)`, schemaNA},
 }
 

@@ -82,6 +82,8 @@ func ExampleMarshal() {
 	//   enabled: false
 	//   store: memory
 	//   ttl: 24h
+	// pins:
+	//   store: sqlite
 }
 
 // How a command serves from a config file and follows it: the first

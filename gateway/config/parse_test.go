@@ -132,6 +132,7 @@ func TestDefaults(t *testing.T) {
 			Pin:   PinWarn,
 		}},
 		Disclosure: Disclosure{Store: StoreMemory, TTL: Duration(24 * time.Hour)},
+		Pins:       Pins{Store: PinStoreSQLite},
 	}
 	if !reflect.DeepEqual(c, want) {
 		got, _ := Marshal(c)

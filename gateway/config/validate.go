@@ -49,6 +49,7 @@ func (p *parser) validate(c *Config) {
 	if p.dec.set("approvals") {
 		p.approvals(&c.Approvals)
 	}
+	p.pins(&c.Pins)
 	switch {
 	case c.Listen.HTTP == "":
 	case !validAddr(c.Listen.HTTP):

@@ -122,6 +122,10 @@ func New(store Store, opts *Options) *Pinner {
 	return p
 }
 
+// Refresh returns how long p trusts what it read from the store
+// (Options.Refresh).
+func (p *Pinner) Refresh() time.Duration { return p.refresh }
+
 // Mode returns server's mode, as Options.Mode gives it (an unknown mode
 // is ModeStrict).
 func (p *Pinner) Mode(server string) Mode { return p.modeOf(server) }

@@ -4,9 +4,11 @@
 //
 // The gateway's chain today is
 //
-//	log -> route -> resolve -> forward
+//	log -> route -> pin -> resolve -> forward
 //
-// and the decisions slot in between without touching the others:
+// (pin only when the gateway pins tool definitions: [Pin])
+// and the decisions of the next stages slot in between without touching
+// the others:
 //
 //	log -> route -> resolve -> decide -> ask -> approve -> audit -> forward -> redact -> retry
 //

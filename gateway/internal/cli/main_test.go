@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,7 +23,23 @@ func TestMain(m *testing.M) {
 	if os.Getenv(testServerEnv) == "hostile" {
 		os.Exit(serveHostile())
 	}
-	goleak.VerifyTestMain(m)
+	// Configurations without a pins section keep their pins in the
+	// user's state directory: the tests' is their own.
+	dir, err := os.MkdirTemp("", "preflight-cli-test-state-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_STATE_HOME", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // runMain runs the command in-process, with nothing on its standard

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/pin"
 	"github.com/preflightmcp/preflight/gateway/pin/sqlstore"
 )
@@ -20,15 +21,16 @@ import (
 type pinsCmd struct {
 	common
 	store  string
+	config string
 	server string
 	state  string
 	as     string
 }
 
 func (c *pinsCmd) synopsis() string {
-	return `usage: preflight pins -store STORE [flags] list
-       preflight pins -store STORE [flags] show SERVER TOOL
-       preflight pins -store STORE [flags] approve SERVER TOOL FINGERPRINT
+	return `usage: preflight pins [-store STORE | -config FILE] [flags] list
+       preflight pins [-store STORE | -config FILE] [flags] show SERVER TOOL
+       preflight pins [-store STORE | -config FILE] [flags] approve SERVER TOOL FINGERPRINT
 
 Shows and approves the gateway's pinned tool definitions. The gateway pins
 the first definition of each upstream tool it lists (name, title,
@@ -48,7 +50,11 @@ pin setting says, until someone approves it.
              server changed the tool again) fails: show it again
 
 STORE is the gateway's pin store: sqlite:PATH (the embedded default) or a
-PostgreSQL URL (postgres://USER@HOST/DATABASE). Text output escapes control
+PostgreSQL URL (postgres://USER@HOST/DATABASE). -config FILE reads it from
+the pins section of the gateway's configuration file, as preflight serve
+-config FILE does; without either, it is the default of a configuration
+without a pins section: pins.db in the user's state directory
+($XDG_STATE_HOME/preflight, else ~/.local/state/preflight). Text output escapes control
 characters of server text (descriptions, names); -format json writes the
 records, definitions and diffs as data.
 
@@ -58,7 +64,7 @@ store could not be opened or read, or the output could not be written.
 
 Examples:
 
-  preflight pins -store sqlite:pins.db list -state quarantined
+  preflight pins -config gateway.yaml list -state quarantined
   preflight pins -store sqlite:pins.db show files delete_file
   preflight pins -store sqlite:pins.db approve files delete_file 3q0b...
   preflight pins -store postgres://preflight@db/preflight -json list
@@ -68,7 +74,8 @@ Examples:
 func (c *pinsCmd) flags(fs *flag.FlagSet) {
 	c.bindOutput(fs, []string{"text", "json"}, "json")
 	c.bindTimeout(fs)
-	fs.StringVar(&c.store, "store", "", "the pin store: sqlite:PATH or postgres://USER@HOST/DATABASE")
+	fs.StringVar(&c.store, "store", "", "the pin store: sqlite:PATH or postgres://USER@HOST/DATABASE (default: the pins section of -config, else pins.db in the user's state directory)")
+	fs.StringVar(&c.config, "config", "", "the gateway's configuration `FILE`, whose pins section names the store")
 	fs.StringVar(&c.server, "server", "", "list: this upstream server's tools only")
 	fs.StringVar(&c.state, "state", "", "list: tools in this state only: pinned, changed or quarantined")
 	fs.StringVar(&c.as, "as", "", "approve: the approver's name recorded with the pin (default: the user running the command)")
@@ -91,8 +98,8 @@ func (c *pinsCmd) run(ctx context.Context, env *env, inv invocation) error {
 		return usagef("list takes no arguments (narrow it with -server and -state)")
 	case len(args) != n:
 		return usagef("%s takes %s", sub, map[string]string{"show": "SERVER TOOL", "approve": "SERVER TOOL FINGERPRINT"}[sub])
-	case c.store == "":
-		return usagef("no store: give -store sqlite:PATH or -store postgres://USER@HOST/DATABASE")
+	case c.store != "" && c.config != "":
+		return usagef("-store and -config both name the store: give one")
 	case c.state != "" && !slices.Contains([]pin.State{pin.StatePinned, pin.StateChanged, pin.StateQuarantined}, pin.State(c.state)):
 		return usagef("-state %q: want pinned, changed or quarantined", c.state)
 	case (c.server != "" || c.state != "") && sub != "list":
@@ -100,9 +107,18 @@ func (c *pinsCmd) run(ctx context.Context, env *env, inv invocation) error {
 	case c.as != "" && sub != "approve":
 		return usagef("-as names the approver of approve only")
 	}
+	if c.store == "" {
+		var err error
+		if c.store, err = c.configStore(); err != nil {
+			return err
+		}
+	}
 	if strings.HasPrefix(c.store, "sqlite:") {
 		// Opening creates a missing file; a command that reads must not.
 		if _, err := os.Stat(strings.TrimPrefix(c.store, "sqlite:")); err != nil {
+			if c.config == "" && errors.Is(err, os.ErrNotExist) {
+				err = fmt.Errorf("%w (no -store or -config: this is the default store)", err)
+			}
 			return couldNotRun(fmt.Errorf("the store: %w", err))
 		}
 	}
@@ -122,6 +138,24 @@ func (c *pinsCmd) run(ctx context.Context, env *env, inv invocation) error {
 		return c.show(ctx, env, store, args[0], args[1])
 	}
 	return c.approve(ctx, env, store, args[0], args[1], args[2])
+}
+
+// configStore returns the store of -config's pins section, or the default
+// one of a configuration without it.
+func (c *pinsCmd) configStore() (string, error) {
+	var pins config.Pins
+	if c.config != "" {
+		cfg, err := config.Load(c.config)
+		if err != nil {
+			return "", couldNotRun(err)
+		}
+		pins = cfg.Pins
+	}
+	spec, err := pins.Spec()
+	if err != nil {
+		return "", couldNotRun(err)
+	}
+	return spec, nil
 }
 
 // pinView is a record for JSON output.
@@ -215,7 +249,11 @@ func (c *pinsCmd) show(ctx context.Context, env *env, store pin.Store, server, t
 	for line := range strings.Lines(d.String()) {
 		fmt.Fprint(w, "  "+line)
 	}
-	fmt.Fprintf(w, "\nApprove it with:\n  preflight pins -store %s approve %s %s %s\n", quoteArg(redactStore(c.store)), quoteArg(server), quoteArg(tool), v.Pending)
+	where := "-store " + quoteArg(redactStore(c.store))
+	if c.config != "" {
+		where = "-config " + quoteArg(c.config)
+	}
+	fmt.Fprintf(w, "\nApprove it with:\n  preflight pins %s approve %s %s %s\n", where, quoteArg(server), quoteArg(tool), v.Pending)
 	return nil
 }
 

@@ -208,7 +208,9 @@ func TestPinsErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"pins", "list"}, exitUsage, "no store"},
+		{[]string{"pins", "list"}, exitCouldNotRun, "no -store or -config: this is the default store"},
+		{[]string{"pins", "-store", spec, "-config", "gateway.yaml", "list"}, exitUsage, "-store and -config both name the store"},
+		{[]string{"pins", "-config", filepath.Join(t.TempDir(), "none.yaml"), "list"}, exitCouldNotRun, "none.yaml"},
 		{[]string{"pins", "-store", spec}, exitUsage, "missing subcommand"},
 		{[]string{"pins", "-store", spec, "remove"}, exitUsage, `unknown subcommand "remove"`},
 		{[]string{"pins", "-store", spec, "list", "x"}, exitUsage, "list takes no arguments"},

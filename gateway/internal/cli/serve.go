@@ -21,7 +21,10 @@ import (
 	"github.com/preflightmcp/preflight/examples/folders/foldertool"
 	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/approval"
+	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/page"
+	"github.com/preflightmcp/preflight/gateway/pin"
+	"github.com/preflightmcp/preflight/gateway/pin/sqlstore"
 	"github.com/preflightmcp/preflight/gateway/upstream"
 )
 
@@ -73,6 +76,11 @@ repository (manage_files, and folders with delete_folder, rename_folder and
 describe_folder) on a data directory of its own (-data), and prints where to
 point a client.
 
+Every upstream tool's definition is pinned at first sight (see preflight
+pins): in the file of the configuration's pins section (default pins.db in
+the user's state directory), or pins.db in the built-in setup's data
+directory. A later change is held back as each server's pin setting says.
+
 Logs are JSON on standard error, one record per call. Interrupt (Ctrl-C) or
 SIGTERM stops it after the calls in flight finish.
 
@@ -105,6 +113,7 @@ func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
 	var (
 		opts    *gateway.Options
 		setup   string
+		pins    string // the built-in setup's pin store
 		cleanup func()
 	)
 	if c.config != "" {
@@ -125,12 +134,13 @@ func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
 		if err != nil {
 			return err
 		}
-		opts, cleanup, err = builtinSetup(dir)
+		opts, cleanup, err = builtinSetup(ctx, dir)
 		if err != nil {
 			return err
 		}
 		defer cleanup()
 		setup = "built-in setup, data in " + dir
+		pins = "sqlite:" + filepath.Join(dir, pinsFile)
 	}
 	opts.Logger = logger
 	if opts.Version == "" {
@@ -161,7 +171,7 @@ func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
 	wctx, cancel := context.WithTimeout(ctx, serveReadyTimeout)
 	_ = g.WaitReady(wctx) // a late upstream shows as such below
 	cancel()
-	printServing(stdout, base, setup, g.Health())
+	printServing(stdout, base, setup, pins, g.Health())
 	if login != nil {
 		link, err := login.NewLink(g.PageURL())
 		if err != nil {
@@ -192,14 +202,22 @@ func (c *serveCmd) dataDir() (string, error) {
 	return dir, os.MkdirAll(dir, 0o755)
 }
 
+// pinsFile is the built-in setup's pin store, in its data directory.
+const pinsFile = "pins.db"
+
 // builtinSetup returns the options of the built-in setup: the two example
 // servers, each in this process on a subdirectory of dir (created with a
-// few sample files on first use).
-func builtinSetup(dir string) (*gateway.Options, func(), error) {
+// few sample files on first use), their tools pinned in dir's pins.db
+// (warn mode: the examples are trusted servers).
+func builtinSetup(ctx context.Context, dir string) (*gateway.Options, func(), error) {
 	var roots []*os.Root
+	var store sqlstore.Store
 	cleanup := func() {
 		for _, r := range roots {
 			r.Close()
+		}
+		if store != nil {
+			store.Close()
 		}
 	}
 	open := func(sub string, seed map[string]string) (*os.Root, error) {
@@ -240,6 +258,10 @@ func builtinSetup(dir string) (*gateway.Options, func(), error) {
 		cleanup()
 		return nil, nil, err
 	}
+	if store, err = gateway.OpenPinStore(ctx, config.Pins{Store: config.PinStoreSQLite, Path: filepath.Join(dir, pinsFile)}); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
 	inProcess := func(mk func() *mcp.Server) func(context.Context) (mcp.Transport, error) {
 		return func(ctx context.Context) (mcp.Transport, error) {
 			ct, st := mcp.NewInMemoryTransports()
@@ -255,11 +277,13 @@ func builtinSetup(dir string) (*gateway.Options, func(), error) {
 			{Name: "files", Connect: inProcess(func() *mcp.Server { return filetool.NewServer(files, nil) })},
 			{Name: "folders", Connect: inProcess(func() *mcp.Server { return foldertool.NewServer(folders, nil) })},
 		},
+		Pinner: pin.New(store, &pin.Options{Mode: func(string) pin.Mode { return pin.ModeWarn }}),
 	}, cleanup, nil
 }
 
-// printServing tells the user where the gateway is and how to connect.
-func printServing(w io.Writer, base, setup string, h gateway.Health) {
+// printServing tells the user where the gateway is and how to connect,
+// and where the pins are when pins names the store.
+func printServing(w io.Writer, base, setup, pins string, h gateway.Health) {
 	url := base + gateway.MCPPath
 	fmt.Fprintf(w, "preflight gateway serving MCP at %s (protocol 2026-07-28 and 2025-11-25)\n", url)
 	fmt.Fprintf(w, "health: %s%s\n", base, gateway.HealthPath)
@@ -281,6 +305,9 @@ func printServing(w io.Writer, base, setup string, h gateway.Health) {
 	fmt.Fprintf(w, "Point a client at it, for example:\n")
 	fmt.Fprintf(w, "  claude mcp add --transport http preflight %s\n", url)
 	fmt.Fprintf(w, "  npx @modelcontextprotocol/inspector --cli %s --transport http --method tools/list\n", url)
+	if pins != "" {
+		fmt.Fprintf(w, "Tool definitions are pinned; review them with: preflight pins -store %s list\n", quoteArg(pins))
+	}
 }
 
 // approvalsPage turns on out-of-band approval (requests in memory) and the

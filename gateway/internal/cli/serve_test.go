@@ -108,6 +108,15 @@ func TestServeBuiltin(t *testing.T) {
 		}
 		p.Close()
 	}
+	// The tools are pinned in the data directory, and the output says how
+	// to review them.
+	if !strings.Contains(out, "review them with: preflight pins -store sqlite:"+filepath.Join(data, "pins.db")+" list") {
+		t.Errorf("output does not say where the pins are:\n%s", out)
+	}
+	if code, pins, errOut := runMain(t, "pins", "-store", "sqlite:"+filepath.Join(data, "pins.db"), "-server", "folders", "list"); code != exitOK ||
+		strings.Count(pins, " pinned ") != 3 {
+		t.Errorf("pins of the built-in setup: exit %d\n%s%s", code, pins, errOut)
+	}
 
 	resp, err := http.Get(strings.TrimSuffix(url, gateway.MCPPath) + gateway.HealthPath)
 	if err != nil {

@@ -1,0 +1,123 @@
+package config
+
+import (
+	"errors"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+)
+
+// DefaultPinsFile is the name of the default SQLite pin store, in
+// [DefaultStateDir].
+const DefaultPinsFile = "pins.db"
+
+// Pins is where the gateway keeps the tool definitions it pinned (see
+// package gateway/pin): one SQLite file, or a PostgreSQL database that
+// replicas share. A file without a pins section keeps them in
+// [DefaultPinsFile] under [DefaultStateDir].
+type Pins struct {
+	// Store is the kind of store; default [PinStoreSQLite].
+	Store PinStore `json:"store"`
+	// Path is the SQLite file (sqlite only), relative to the config
+	// file's directory. Empty means [DefaultPinsFile] in
+	// [DefaultStateDir], which [Pins.Spec] resolves.
+	Path string `json:"path,omitempty"`
+	// URL is the PostgreSQL database (postgres only):
+	// postgres://user[:password]@host[:port]/database[?sslmode=...].
+	URL string `json:"url,omitempty"`
+}
+
+// PinStore is a kind of pin store.
+type PinStore string
+
+// The pin stores.
+const (
+	PinStoreSQLite   PinStore = "sqlite"   // one file, shared on one machine (default)
+	PinStorePostgres PinStore = "postgres" // a database, shared by replicas
+)
+
+// Spec returns the store as package gateway/pin/sqlstore opens it
+// (sqlstore.Open): sqlite:PATH, with the default file when Path is empty,
+// or the PostgreSQL URL.
+func (p Pins) Spec() (string, error) {
+	if p.Store == PinStorePostgres {
+		if p.URL == "" {
+			return "", errors.New("pins.url: required for the postgres store")
+		}
+		return p.URL, nil
+	}
+	path := p.Path
+	if path == "" {
+		dir, err := DefaultStateDir()
+		if err != nil {
+			return "", err
+		}
+		path = filepath.Join(dir, DefaultPinsFile)
+	}
+	return "sqlite:" + path, nil
+}
+
+// DefaultStateDir is the directory of the gateway's own state (the default
+// pin store) when a config file says nothing: preflight under
+// $XDG_STATE_HOME, else ~/.local/state/preflight; on macOS
+// ~/Library/Application Support/preflight; on Windows
+// %LocalAppData%\preflight. It is not a cache: what it holds (the
+// approved definitions) must survive a cleanup.
+func DefaultStateDir() (string, error) {
+	switch runtime.GOOS {
+	case "windows":
+		if d := os.Getenv("LocalAppData"); d != "" {
+			return filepath.Join(d, "preflight"), nil
+		}
+		return "", errors.New("no state directory for the pin store: %LocalAppData% is not set; set pins.path")
+	case "darwin", "ios":
+		dir, err := os.UserConfigDir() // ~/Library/Application Support
+		if err != nil {
+			return "", errors.New("no state directory for the pin store: $HOME is not set; set pins.path")
+		}
+		return filepath.Join(dir, "preflight"), nil
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "preflight"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", errors.New("no state directory for the pin store: neither $XDG_STATE_HOME nor $HOME is set; set pins.path")
+	}
+	return filepath.Join(home, ".local", "state", "preflight"), nil
+}
+
+// pins checks the pins section and applies its defaults.
+func (p *parser) pins(c *Pins) {
+	if c.Store == "" {
+		c.Store = PinStoreSQLite
+	}
+	switch c.Store {
+	case PinStoreSQLite:
+		if c.URL != "" {
+			p.fail("pins.url", "is for the postgres store; the sqlite store keeps its pins in pins.path")
+		}
+		switch {
+		case p.dec.set("pins.path") && c.Path == "":
+			p.fail("pins.path", "empty: name the SQLite file, or leave pins.path out for the default (%s in the user's state directory)", DefaultPinsFile)
+		case hasControl(c.Path):
+			p.fail("pins.path", "a path holds no control characters")
+		default:
+			c.Path = p.resolve(c.Path)
+		}
+	case PinStorePostgres:
+		if c.Path != "" {
+			p.fail("pins.path", "is for the sqlite store; the postgres store is the database in pins.url")
+		}
+		if c.URL == "" {
+			p.fail("pins.url", "required: the PostgreSQL database, as postgres://user@host:5432/database")
+			return
+		}
+		u, err := url.Parse(c.URL)
+		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+			// The URL is not repeated: it may hold a password.
+			p.fail("pins.url", "not a PostgreSQL URL (allowed: postgres://user[:password]@host[:port]/database[?sslmode=...])")
+		}
+	}
+}
