@@ -25,9 +25,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/preflightmcp/preflight/disclose"
+	"github.com/preflightmcp/preflight/gateway/audit"
 	"github.com/preflightmcp/preflight/gateway/bridge"
 	"github.com/preflightmcp/preflight/gateway/catalog"
 	"github.com/preflightmcp/preflight/gateway/pipeline"
+	"github.com/preflightmcp/preflight/gateway/redact"
 	"github.com/preflightmcp/preflight/gateway/upstream"
 	"github.com/preflightmcp/preflight/requeststate"
 	"github.com/preflightmcp/preflight/resolve"
@@ -81,6 +83,18 @@ type Options struct {
 	// Disclosure turns on progressive disclosure of tool descriptions for
 	// some or all upstreams. Nil means off.
 	Disclosure *Disclosure
+	// Auditor records every tools/call in the audit log (package audit):
+	// calls that must be audited durably before they are forwarded, and
+	// refused calls too. Nil means no audit log. The gateway does not
+	// close it: close it after [Gateway.Close], then its store.
+	Auditor *audit.Auditor
+	// AuditSensitiveArgs name arguments whose values the audit log never
+	// records (those whose names look like credentials never are either).
+	AuditSensitiveArgs []string
+	// Redactor redacts tools/call results by their sensitivity (package
+	// redact) before they reach the client, on every path. Nil means
+	// results pass as the upstream sent them.
+	Redactor *redact.Redactor
 }
 
 // UpstreamSpec describes one upstream server and how its names are exposed.
@@ -232,11 +246,23 @@ func New(opts *Options) (*Gateway, error) {
 	g.state.Store(&snapshot{view: catalog.Build(nil, g.multi)})
 	g.server = g.newServer(info)
 	g.forward = bridge.New(&bridge.Options{Ring: o.Ring, Audience: o.Name, Parking: o.Parking, MaxRounds: o.MaxRounds, Logger: logger})
-	g.chain = pipeline.Chain(g.forward,
+	auditOpts := &pipeline.AuditOptions{SensitiveArgs: o.AuditSensitiveArgs, Logger: logger}
+	stages := []pipeline.Stage{
 		pipeline.Log(logger),
 		pipeline.Route(g),
-		pipeline.Resolve(g.resolver, logger),
-	)
+	}
+	if o.Auditor != nil {
+		stages = append(stages, pipeline.AuditRefused(o.Auditor, auditOpts))
+	}
+	stages = append(stages, pipeline.Resolve(g.resolver, logger))
+	if o.Auditor != nil {
+		stages = append(stages, pipeline.Audit(o.Auditor, auditOpts))
+	}
+	if o.Redactor != nil {
+		stages = append(stages, pipeline.Redact(o.Redactor, &pipeline.RedactOptions{
+			Raw: func(b json.RawMessage) mcp.Result { return bridge.NewRaw(b) }, Logger: logger}))
+	}
+	g.chain = pipeline.Chain(g.forward, stages...)
 	return g, nil
 }
 

@@ -26,6 +26,7 @@ import (
 
 	"github.com/preflightmcp/preflight/gateway/catalog"
 	"github.com/preflightmcp/preflight/gateway/upstream"
+	"github.com/preflightmcp/preflight/hints"
 	"github.com/preflightmcp/preflight/resolve"
 )
 
@@ -65,8 +66,71 @@ type Call struct {
 
 	// Set by forward, for the stages that wrap it: the upstream's protocol
 	// era and how the call ended ("ok", "tool_error", "input_required").
+	// Stages that end a call themselves set Outcome too: "declined",
+	// "cancelled", "timeout", "denied", "quarantined", "unknown", "error".
 	UpstreamEra string
 	Outcome     string
+
+	// decide: what the gateway decided for this call; nil when no
+	// decision stage ran.
+	Decision *Decision
+	// ask, approve: who confirmed the call; nil when nobody did.
+	Confirmation *Confirmation
+
+	// redact: what was removed from the result (kinds and counts, never
+	// values); nil when the result was not redacted or not looked at.
+	Redaction *Redaction
+
+	// retry: how many times forward ran.
+	Attempts int
+
+	// audit: set once the call has an audit record, so that it gets
+	// exactly one (see [Audit]).
+	audited bool
+}
+
+// Verdict is what the gateway decided for a call.
+type Verdict string
+
+// Verdicts.
+const (
+	Allow   Verdict = "allow"
+	Confirm Verdict = "confirm"
+	Deny    Verdict = "deny"
+)
+
+// Decision is the decision for one call and why.
+type Decision struct {
+	Verdict Verdict
+	// Reason says why in words; Rule names the rule that decided, if any.
+	Reason string
+	Rule   string
+	// DryRun: the decision is recorded, not enforced.
+	DryRun bool
+	// OutOfBand: a rule demands a human the agent cannot impersonate
+	// (never confirmed in-band).
+	OutOfBand bool
+}
+
+// Confirmation says who confirmed a call.
+type Confirmation struct {
+	// By is "client" (in-band) or "page" (out of band).
+	By string
+	// Approver is the principal who approved.
+	Approver string
+	// RequestID identifies the approval request.
+	RequestID string
+}
+
+// Redaction is what the redact stage did to a result, without any of
+// the values.
+type Redaction struct {
+	// Sensitivity is the result's effective sensitivity.
+	Sensitivity hints.Sensitivity
+	// Withheld: the whole result was replaced by a notice.
+	Withheld bool
+	// Kinds counts the distinct values redacted, by kind.
+	Kinds map[string]int
 }
 
 // Wire is a 2026-07-28 client's request over HTTP, forwarded without
@@ -78,6 +142,11 @@ type Wire struct {
 	Header http.Header
 	// Response is where the answer goes.
 	Response http.ResponseWriter
+	// Result, when set, is applied by the final handler to the result of
+	// the final response (not to an input_required one) before writing
+	// it: how a stage that must see or change a result (redact) does so on
+	// this path. It returns the result as the client gets it.
+	Result func(result json.RawMessage) json.RawMessage
 }
 
 // Client describes the client side of a call.
