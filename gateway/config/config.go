@@ -53,6 +53,11 @@ type Config struct {
 	// Auth is how clients authenticate; zero means they do not, which is
 	// allowed only on a loopback listener.
 	Auth Auth `json:"auth,omitzero"`
+	// Audit is the audit log; by default SQLite at DefaultAuditPath.
+	Audit Audit `json:"audit"`
+	// Redaction is the redaction of results by sensitivity; on by
+	// default.
+	Redaction Redaction `json:"redaction"`
 }
 
 // Listen says where the gateway serves MCP. Its zero value leaves both to

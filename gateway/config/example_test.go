@@ -82,6 +82,18 @@ func ExampleMarshal() {
 	//   enabled: false
 	//   store: memory
 	//   ttl: 24h
+	// audit:
+	//   store: sqlite
+	//   levels:
+	//     read: summary
+	//     write: full
+	//     external: full
+	//     delete: full
+	//   onUnavailable: proceed
+	// redaction:
+	//   level: confidential
+	//   withhold: restricted
+	//   sensitive: confidential
 }
 
 // How a command serves from a config file and follows it: the first

@@ -43,6 +43,8 @@ func (p *parser) validate(c *Config) {
 		p.redis(&c.Redis)
 	}
 	p.auth(&c.Auth)
+	p.audit(&c.Audit)
+	p.redaction(&c.Redaction)
 	switch {
 	case c.Listen.HTTP == "":
 	case !validAddr(c.Listen.HTTP):
