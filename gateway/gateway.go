@@ -85,9 +85,12 @@ type Options struct {
 	Disclosure *Disclosure
 	// Auditor records every tools/call in the audit log (package audit):
 	// calls that must be audited durably before they are forwarded, and
-	// refused calls too. Nil means no audit log. The gateway does not
-	// close it: close it after [Gateway.Close], then its store.
+	// refused calls too. Nil means no audit log. [Gateway.Close] closes
+	// it (writing what it buffers), then AuditStore.
 	Auditor *audit.Auditor
+	// AuditStore is the store Auditor writes to, if the gateway is to
+	// close it; it is also what reads the log back (a page.AuditLog).
+	AuditStore audit.Store
 	// AuditSensitiveArgs name arguments whose values the audit log never
 	// records (those whose names look like credentials never are either).
 	AuditSensitiveArgs []string
@@ -335,10 +338,21 @@ func (g *Gateway) Close() error {
 	for ss := range g.server.Sessions() {
 		ss.Close()
 	}
-	if d := g.opts.Disclosure; d != nil && d.Close != nil {
-		return d.Close()
+	var errs []error
+	if a := g.opts.Auditor; a != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), g.opts.ShutdownGrace)
+		if err := a.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("gateway: writing the audit records still buffered: %w", err))
+		}
+		cancel()
 	}
-	return nil
+	if s := g.opts.AuditStore; s != nil {
+		errs = append(errs, s.Close())
+	}
+	if d := g.opts.Disclosure; d != nil && d.Close != nil {
+		errs = append(errs, d.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // WaitReady waits until every upstream that is not lazy is up, or ctx is

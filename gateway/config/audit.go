@@ -150,3 +150,23 @@ func (p *parser) audit(a *Audit) {
 		a.SensitiveArguments = nil
 	}
 }
+
+// StoreSpec returns the store a names as package gateway/audit/auditstore
+// opens it: sqlite:PATH (the default path when a names none) or the
+// PostgreSQL URL; "" when the audit log is off.
+func (a Audit) StoreSpec(env func(string) (string, bool)) (string, error) {
+	switch a.Store {
+	case AuditOff:
+		return "", nil
+	case AuditPostgres:
+		return a.URL, nil
+	}
+	path := a.Path
+	if path == "" {
+		var err error
+		if path, err = DefaultAuditPath(env); err != nil {
+			return "", err
+		}
+	}
+	return "sqlite:" + path, nil
+}

@@ -22,7 +22,14 @@ func TestMain(m *testing.M) {
 	if os.Getenv(testServerEnv) == "hostile" {
 		os.Exit(serveHostile())
 	}
-	goleak.VerifyTestMain(m)
+	// A configuration without audit.path audits to the user's state
+	// directory: the tests' is a temporary one.
+	state, err := os.MkdirTemp("", "preflight-state-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_STATE_HOME", state)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { os.RemoveAll(state) }))
 }
 
 // runMain runs the command in-process, with nothing on its standard

@@ -20,6 +20,7 @@ import (
 	"github.com/preflightmcp/preflight/examples/files/filetool"
 	"github.com/preflightmcp/preflight/examples/folders/foldertool"
 	"github.com/preflightmcp/preflight/gateway"
+	"github.com/preflightmcp/preflight/gateway/redact"
 	"github.com/preflightmcp/preflight/gateway/upstream"
 )
 
@@ -133,6 +134,12 @@ func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
 	}
 	g, err := gateway.New(opts)
 	if err != nil {
+		if opts.Auditor != nil {
+			opts.Auditor.Close(ctx)
+		}
+		if opts.AuditStore != nil {
+			opts.AuditStore.Close()
+		}
 		return err
 	}
 	g.Start()
@@ -232,14 +239,32 @@ func builtinSetup(dir string) (*gateway.Options, func(), error) {
 			return ct, nil
 		}
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	auditor, store, err := gateway.OpenAudit(ctx, builtinAuditStore(dir), nil)
+	if err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("the built-in setup's audit log: %w", err)
+	}
+	redactor, err := redact.New(nil)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
 	return &gateway.Options{
 		Name: "preflight",
 		Upstreams: []gateway.UpstreamSpec{
 			{Name: "files", Connect: inProcess(func() *mcp.Server { return filetool.NewServer(files, nil) })},
 			{Name: "folders", Connect: inProcess(func() *mcp.Server { return foldertool.NewServer(folders, nil) })},
 		},
+		Auditor:    auditor,
+		AuditStore: store,
+		Redactor:   redactor,
 	}, cleanup, nil
 }
+
+// builtinAuditStore is the audit store of the built-in setup on dir.
+func builtinAuditStore(dir string) string { return "sqlite:" + filepath.Join(dir, "audit.db") }
 
 // printServing tells the user where the gateway is and how to connect.
 func printServing(w io.Writer, base, setup string, h gateway.Health) {
