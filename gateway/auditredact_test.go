@@ -1,0 +1,235 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/preflightmcp/preflight/endpoint"
+	"github.com/preflightmcp/preflight/examples/files/filetool"
+	"github.com/preflightmcp/preflight/gateway"
+	"github.com/preflightmcp/preflight/gateway/audit"
+	"github.com/preflightmcp/preflight/gateway/audit/auditstore"
+	"github.com/preflightmcp/preflight/gateway/config"
+	"github.com/preflightmcp/preflight/internal/wiretest"
+)
+
+// The secrets of the sensitive file: an AWS access key (gitleaks'
+// aws-access-token rule) and an e-mail address.
+const (
+	awsKey     = "AKIAQYLPMN5HHHFPZAM2"
+	email      = "jane.doe@example.com"
+	secretText = "deploy notes\naws_access_key_id = " + awsKey + "\ncontact: " + email + "\n"
+)
+
+// recorded wraps an upstream's handler and keeps the bodies of the
+// tools/call requests it receives.
+type recorded struct {
+	h      http.Handler
+	mu     sync.Mutex
+	bodies []string
+}
+
+func (r *recorded) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	b, _ := io.ReadAll(req.Body)
+	req.Body = io.NopCloser(bytes.NewReader(b))
+	if bytes.Contains(b, []byte(`"tools/call"`)) {
+		r.mu.Lock()
+		r.bodies = append(r.bodies, string(b))
+		r.mu.Unlock()
+	}
+	r.h.ServeHTTP(w, req)
+}
+
+func (r *recorded) calls() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.bodies...)
+}
+
+// docInput and docOutput are the typed tool of the docs upstream.
+type docInput struct {
+	Path string `json:"path"`
+}
+type docOutput struct {
+	Content string `json:"content"`
+}
+
+// docsServer is a 2026-07-28 Go server over HTTP whose read_doc returns
+// a file's text as structured content (and, as the SDK does, the same
+// JSON as text).
+func docsServer(t *testing.T, dir string) string {
+	s := mcp.NewServer(&mcp.Implementation{Name: "docs", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "read_doc", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in docInput) (*mcp.CallToolResult, docOutput, error) {
+			b, err := os.ReadFile(filepath.Join(dir, filepath.Base(in.Path)))
+			return nil, docOutput{Content: string(b)}, err
+		})
+	return serveEra(t, s, modern)
+}
+
+// gatewayFromConfig maps the YAML config onto options and starts a
+// gateway with them.
+func gatewayFromConfig(t *testing.T, yaml string) (*gateway.Gateway, string, *gateway.Options) {
+	t.Helper()
+	cfg, err := config.Parse(filepath.Join(t.TempDir(), "gateway.yaml"), []byte(yaml), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := gateway.OptionsFromConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, url := startGateway(t, opts)
+	return g, url, opts
+}
+
+// auditLog reads every record of the store spec names, oldest first.
+func auditLog(t *testing.T, spec string) []*audit.Record {
+	t.Helper()
+	s, err := auditstore.Open(context.Background(), spec, &auditstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var out []*audit.Record
+	for r, err := range s.Query(context.Background(), audit.Filter{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestRedactionOnTheWire reads a file holding an AWS key and an e-mail
+// address through the gateway, from three upstreams whose read tools the
+// configuration declares confidential (an override, a rule): the Go files
+// server over 2026-07-28 HTTP (the passthrough path), a Go server whose
+// result is structured content, and the npm filesystem server (2025-11-25
+// over stdio, structured content too). Clients of both eras get every
+// result redacted, in text and structured content; the passthrough path
+// was taken; the audit log counts the kinds and holds neither value.
+func TestRedactionOnTheWire(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "secrets.txt"), []byte(secretText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	fs := filetool.NewServer(root, nil)
+	t.Cleanup(func() {
+		for ss := range fs.Sessions() {
+			ss.Close()
+		}
+	})
+	files := &recorded{h: endpoint.NewHandler(fs, nil)}
+	spec := npmServers(t)("npm", "server-filesystem", dir)
+	dbPath := filepath.Join(t.TempDir(), "audit.db")
+	g, url, _ := gatewayFromConfig(t, fmt.Sprintf(`
+servers:
+  files:
+    url: %s
+    overrides:
+      manage_files:
+        hints: {resultSensitivity: confidential}
+  docs:
+    url: %s
+    rules:
+      - name: docs-confidential
+        tool: read_doc
+        when: args.path.endsWith("secrets.txt")
+        hints: {resultSensitivity: confidential}
+  npm:
+    command: %s
+    args: [%q, %q]
+    overrides:
+      read_text_file:
+        hints: {resultSensitivity: confidential}
+audit:
+  path: %s
+`, serveHTTP(t, files), docsServer(t, dir), spec.Command, spec.Args[0], spec.Args[1], dbPath))
+
+	calls := []struct {
+		tool string
+		args map[string]any
+	}{
+		{"files__manage_files", map[string]any{"path": "secrets.txt", "action": "read"}},
+		{"docs__read_doc", map[string]any{"path": "secrets.txt"}},
+		{"npm__read_text_file", map[string]any{"path": filepath.Join(dir, "secrets.txt")}},
+	}
+	n := 0
+	for _, p := range []*wiretest.Peer{wiretest.Stateless(url, nil), wiretest.Legacy(url, nil)} {
+		for _, c := range calls {
+			params := map[string]any{"name": c.tool, "arguments": c.args, "x-vendor": map[string]any{"kept": true}}
+			r := p.Call(t, "tools/call", params)
+			n++
+			raw := string(r.Raw)
+			if r.Error != nil || strings.Contains(raw, awsKey) || strings.Contains(raw, email) ||
+				!strings.Contains(raw, "[REDACTED:aws-access-token]") || !strings.Contains(raw, "[REDACTED:email]") ||
+				!strings.Contains(raw, "deploy notes") {
+				t.Errorf("%s %s: not redacted: %s", p.Version, c.tool, raw)
+			}
+			if c.tool != "files__manage_files" {
+				sc, _ := r.Result["structuredContent"].(map[string]any)
+				if s := fmt.Sprint(sc["content"]); !strings.Contains(s, "[REDACTED:aws-access-token]") || !strings.Contains(s, "[REDACTED:email]") {
+					t.Errorf("%s %s: structured content %v", p.Version, c.tool, r.Result["structuredContent"])
+				}
+			}
+			if p.Version == modern && r.Result["resultType"] != "complete" {
+				t.Errorf("%s %s: resultType %v", p.Version, c.tool, r.Result["resultType"])
+			}
+		}
+		p.Close()
+	}
+	// The 2026-07-28 call of the files server took the passthrough path:
+	// the upstream got the client's params as they came (x-vendor is kept
+	// only there).
+	if b := files.calls(); len(b) != 2 || !strings.Contains(b[0], `"x-vendor":{"kept":true}`) || strings.Contains(b[1], "x-vendor") {
+		t.Errorf("files upstream got %q; want the 2026-07-28 call passed through, the legacy one decoded", b)
+	}
+
+	// A file that is not declared sensitive passes untouched.
+	p := wiretest.Stateless(url, nil)
+	r := p.Call(t, "tools/call", map[string]any{"name": "docs__read_doc", "arguments": map[string]any{"path": "other.txt"}})
+	if r.Error != nil {
+		t.Errorf("other.txt: %s", r.Raw)
+	}
+	p.Close()
+	n++
+
+	g.Close() // writes the buffered records
+	recs := auditLog(t, "sqlite:"+dbPath)
+	if len(recs) != n {
+		t.Fatalf("%d audit records for %d calls", len(recs), n)
+	}
+	for _, rec := range recs[:n-1] {
+		if rec.Redactions["aws-access-token"] != 1 || rec.Redactions["email"] != 1 || rec.Outcome != audit.OutcomeOK {
+			t.Errorf("audit %s/%s: redactions %v outcome %s", rec.Server, rec.Tool, rec.Redactions, rec.Outcome)
+		}
+	}
+	if last := recs[n-1]; last.Redactions != nil || last.Outcome != audit.OutcomeToolError {
+		t.Errorf("audit of the other file: %+v", last)
+	}
+	for _, f := range []string{dbPath, dbPath + "-wal"} {
+		b, err := os.ReadFile(f)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte(awsKey)) || bytes.Contains(b, []byte(email)) {
+			t.Errorf("%s holds a redacted value", f)
+		}
+	}
+}
