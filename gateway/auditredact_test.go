@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +21,8 @@ import (
 	"github.com/preflightmcp/preflight/gateway/audit"
 	"github.com/preflightmcp/preflight/gateway/audit/auditstore"
 	"github.com/preflightmcp/preflight/gateway/config"
+	"github.com/preflightmcp/preflight/gateway/internal/pgtest"
+	"github.com/preflightmcp/preflight/gateway/pipeline"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
 
@@ -384,5 +387,101 @@ func TestAuditOnTheWire(t *testing.T) {
 		if n != 0 {
 			t.Errorf("%+v: %d records off", w, n)
 		}
+	}
+}
+
+// TestAuditPostgresStopped audits to a real PostgreSQL server and stops
+// it mid-run: a delete fails closed with the audit-unavailable error and
+// the upstream is untouched (the file is still there, the upstream never
+// got the call); a read proceeds under onUnavailable proceed and is
+// refused under fail-closed; once the server is back, calls are recorded
+// again.
+func TestAuditPostgresStopped(t *testing.T) {
+	for _, policy := range []string{"proceed", "fail-closed"} {
+		t.Run(policy, func(t *testing.T) {
+			pg := pgtest.Start(t)
+			dir := t.TempDir()
+			for _, f := range []string{"notes.txt", "first.txt", "keep.txt"} {
+				if err := os.WriteFile(filepath.Join(dir, f), []byte("notes\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var mu sync.Mutex
+			var got []string
+			up := filesUpstream(t, dir, func(body string) {
+				mu.Lock()
+				got = append(got, body)
+				mu.Unlock()
+			})
+			received := func() int {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(got)
+			}
+			g, url, _ := gatewayFromConfig(t, fmt.Sprintf("servers:\n  files:\n    url: %s\naudit:\n  store: postgres\n  url: %q\n  onUnavailable: %s\n", up, pg.DSN(), policy))
+			p := wiretest.Legacy(url, nil)
+			defer p.Close()
+			call := func(path, action string) *wiretest.Response {
+				return p.Call(t, "tools/call", map[string]any{"name": "manage_files", "arguments": map[string]any{"path": path, "action": action}})
+			}
+			if r := call("first.txt", "delete"); r.Error != nil {
+				t.Fatalf("delete: %s", r.Raw)
+			}
+
+			pg.Stop(t)
+			before := received()
+			r := call("keep.txt", "delete")
+			if r.Error == nil || r.Error.Code != pipeline.CodeAuditUnavailable || r.Error.Message != pipeline.ErrAuditUnavailable {
+				t.Errorf("delete with the store stopped: %s; want the audit-unavailable error", r.Raw)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "keep.txt")); err != nil || received() != before {
+				t.Errorf("the upstream was touched: %v, %d calls received (%d before)", err, received(), before)
+			}
+			r = call("during.txt", "read") // absent: a tool error if it runs
+			switch policy {
+			case "proceed":
+				if r.Error != nil || received() != before+1 {
+					t.Errorf("read with the store stopped (proceed): %s", r.Raw)
+				}
+			case "fail-closed":
+				if r.Error == nil || r.Error.Code != pipeline.CodeAuditUnavailable || received() != before {
+					t.Errorf("read with the store stopped (fail-closed): %s", r.Raw)
+				}
+			}
+
+			pg.Restart(t)
+			if r := call("keep.txt", "delete"); r.Error != nil {
+				t.Errorf("delete after the restart: %s", r.Raw)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "keep.txt")); !os.IsNotExist(err) {
+				t.Errorf("keep.txt after the delete: %v", err)
+			}
+			if r := call("notes.txt", "read"); r.Error != nil {
+				t.Errorf("read after the restart: %s", r.Raw)
+			}
+			g.Close() // writes the batched read
+			var deletes, reads []string
+			for _, r := range auditLog(t, pg.DSN()) {
+				var args struct{ Path string }
+				json.Unmarshal(r.Args, &args)
+				switch {
+				case r.Effect == "delete" && r.Outcome == audit.OutcomeOK:
+					deletes = append(deletes, args.Path)
+				case r.Effect == "read" && r.Outcome == audit.OutcomeOK:
+					reads = append(reads, r.ArgsDigest)
+				case r.Effect == "read" && r.Outcome == audit.OutcomeToolError && policy == "proceed":
+					// The read while the store was down, if the batched
+					// write came after the restart: proceed makes such a
+					// record best-effort.
+				default:
+					t.Errorf("record %+v", r)
+				}
+			}
+			// The deletes before the stop and after the restart, and the
+			// read after the restart: calls are recorded again.
+			if strings.Join(deletes, ",") != "first.txt,keep.txt" || len(reads) != 1 {
+				t.Errorf("deletes %v and %d reads recorded; want first.txt,keep.txt and 1", deletes, len(reads))
+			}
+		})
 	}
 }
