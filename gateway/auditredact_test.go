@@ -22,6 +22,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/audit/auditstore"
 	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/internal/pgtest"
+	"github.com/preflightmcp/preflight/gateway/page"
 	"github.com/preflightmcp/preflight/gateway/pipeline"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
@@ -485,3 +486,7 @@ func TestAuditPostgresStopped(t *testing.T) {
 		})
 	}
 }
+
+// The page reads the audit log through any store: Options.AuditStore is
+// what a gateway gives it.
+var _ page.AuditLog = audit.Store(nil)

@@ -2,14 +2,15 @@
 // named stages, each a func(next Handler) Handler as in net/http
 // middleware, compiled once when the gateway starts.
 //
-// The gateway's chain today is
+// The gateway's chain is
 //
-//	log -> route -> resolve -> forward
+//	log -> route -> audit.refused -> resolve -> audit -> redact -> forward
 //
-// and the decisions of the next stages slot in between without touching
-// the others:
+// (audit.refused, audit and redact when the gateway audits and redacts),
+// and the other decisions slot in between without touching the others:
 //
-//	log -> route -> resolve -> decide -> ask -> audit -> forward -> redact -> retry
+//	log -> metrics -> route -> audit.refused -> pin -> resolve -> decide -> ask
+//	    -> approve -> confirmed -> audit -> redact -> retry -> forward
 //
 // A [Call] enters with what the client sent; route fills in the upstream
 // and its name for the target, resolve the call's annotations and policy
