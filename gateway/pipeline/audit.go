@@ -95,7 +95,8 @@ func AuditRefused(a *audit.Auditor, o *AuditOptions) Stage {
 				return res, err
 			}
 			c.audited = true
-			if lerr := a.Log(ctx, auditCall(c, opts), ending(ctx, c, res, err)); lerr != nil {
+			// Recorded even when the client has gone (a cancelled call).
+			if lerr := a.Log(context.WithoutCancel(ctx), auditCall(c, opts), ending(ctx, c, res, err)); lerr != nil {
 				opts.Logger.WarnContext(ctx, "a call that was not forwarded could not be recorded", "server", c.Upstream.Name(), "tool", c.Target, "error", lerr)
 			}
 			return res, err
