@@ -18,8 +18,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/preflightmcp/preflight/endpoint"
-	"github.com/preflightmcp/preflight/examples/files/filetool"
 	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/approval"
 	"github.com/preflightmcp/preflight/gateway/auth"
@@ -72,26 +70,16 @@ func filesUpstream(t *testing.T) (string, *upRecorder) {
 	t.Helper()
 	root := filesDir(t)
 	rec := &upRecorder{dir: root.Name()}
-	s := filetool.NewServer(root, nil)
-	t.Cleanup(func() {
-		for ss := range s.Sessions() {
-			ss.Close()
-		}
-	})
-	h := endpoint.NewHandler(s, nil)
-	return serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
+	return filesOn(t, root, func(r *http.Request, body []byte) {
 		rec.mu.Lock()
+		defer rec.mu.Unlock()
 		if v := r.Header.Values("Authorization"); len(v) > 0 {
 			rec.auth = append(rec.auth, v...)
 		}
 		if bytes.Contains(body, []byte(`"method":"tools/call"`)) {
 			rec.calls++
 		}
-		rec.mu.Unlock()
-		h.ServeHTTP(w, r)
-	})), rec
+	}), rec
 }
 
 func (r *upRecorder) exists(name string) bool {
@@ -163,6 +151,13 @@ func newApprovalGateway(t *testing.T, s approvalSetup) *approvalGateway {
 	}
 	ag.g, ag.base = g, "http://"+ln.Addr().String()
 	ag.url = ag.base + gateway.MCPPath
+	// Serve sets the page's URL before it serves: once /healthz answers,
+	// it is set.
+	if resp, err := http.Get(ag.base + gateway.HealthPath); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+	}
 	if got, want := g.PageURL(), ag.base+gateway.PagePath; got != want {
 		t.Fatalf("PageURL %q, want %q", got, want)
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/pin"
 	"github.com/preflightmcp/preflight/gateway/pin/sqlstore"
+	"github.com/preflightmcp/preflight/gateway/redact"
 	"github.com/preflightmcp/preflight/gateway/upstream"
 )
 
@@ -52,7 +55,7 @@ func BenchmarkGatewayCall(b *testing.B) {
 			})
 			for _, clients := range []int{1, 8} {
 				b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-					benchPaths(b, era, clients, up, gw, [2]string{"direct", "gateway"})
+					benchPaths(b, era, clients, up, gw, [2]string{"direct", "gateway"}, noopCall)
 				})
 			}
 		})
@@ -81,16 +84,19 @@ func BenchmarkGatewayCallPinned(b *testing.B) {
 			_, pinned := startGateway(b, &gateway.Options{Upstreams: []gateway.UpstreamSpec{spec}, Pinner: pin.New(store, nil)})
 			for _, clients := range []int{1, 8} {
 				b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-					benchPaths(b, era, clients, plain, pinned, [2]string{"unpinned", "pinned"})
+					benchPaths(b, era, clients, plain, pinned, [2]string{"unpinned", "pinned"}, noopCall)
 				})
 			}
 		})
 	}
 }
 
-// benchPaths runs b.N calls on each path with clients concurrent sessions
-// per path; names name the two paths in the metrics.
-func benchPaths(b *testing.B, era string, clients int, direct, gw string, names [2]string) {
+// noopCall is the call the benchmarks make unless they say otherwise.
+var noopCall = &mcp.CallToolParams{Name: "noop", Arguments: map[string]any{"n": 1}}
+
+// benchPaths runs b.N calls (params) on each path with clients concurrent
+// sessions per path; names name the two paths in the metrics.
+func benchPaths(b *testing.B, era string, clients int, direct, gw string, names [2]string, params *mcp.CallToolParams) {
 	sessions := func(url string) []*mcp.ClientSession {
 		var out []*mcp.ClientSession
 		for range clients {
@@ -108,7 +114,6 @@ func benchPaths(b *testing.B, era string, clients int, direct, gw string, names 
 	var lat [2][]time.Duration
 	var wall [2]time.Duration
 	var mu sync.Mutex
-	params := &mcp.CallToolParams{Name: "noop", Arguments: map[string]any{"n": 1}}
 
 	// Warm both paths (connections, caches) before measuring.
 	for _, ss := range paths {
@@ -169,3 +174,67 @@ func benchPaths(b *testing.B, era string, clients int, direct, gw string, names 
 }
 
 var _ = upstream.EraModern
+
+// layersServer has a read whose result is a 4 KiB GitHub issue holding an
+// e-mail address, a token and a phone number, declared confidential (so
+// that redaction scans and redacts it), and a destructive tool that does
+// nothing (so that the audit log writes it durably before and after).
+func layersServer(b *testing.B) *mcp.Server {
+	issue, err := os.ReadFile(filepath.Join("redact", "testdata", "issue.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "layers", Version: "1"}, nil)
+	f, tr := false, true
+	schema := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)
+	s.AddTool(&mcp.Tool{Name: "issue", InputSchema: schema, Meta: mcp.Meta{"mcp.dev/resultSensitivity": "confidential"},
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &f}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(issue)}}}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "erase", InputSchema: schema, Annotations: &mcp.ToolAnnotations{DestructiveHint: &tr, OpenWorldHint: &f}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+		})
+	return s
+}
+
+// BenchmarkGatewayLayers measures what the audit log (SQLite) and
+// redaction cost a call, as BenchmarkGatewayCall measures the gateway:
+// the gateway with neither, with each, and with both, each against the
+// direct call. "issue" is a confidential 4 KiB read (redacted; audited
+// after it ends, in batches); "erase" a destructive call (audited durably
+// before it is forwarded and after). A layer's cost is the difference of
+// added-p50-µs between a configuration with it and one without.
+func BenchmarkGatewayLayers(b *testing.B) {
+	for _, era := range []string{modern, legacy} {
+		b.Run("era="+era, func(b *testing.B) {
+			up := serveHTTP(b, endpoint.NewHandler(layersServer(b), nil))
+			for _, layers := range []string{"none", "audit", "redact", "audit+redact"} {
+				b.Run("layers="+layers, func(b *testing.B) {
+					opts := &gateway.Options{Upstreams: []gateway.UpstreamSpec{{Name: "layers", URL: up, Era: era, CallTimeout: time.Minute}}}
+					if strings.Contains(layers, "audit") {
+						a, s, err := gateway.OpenAudit(context.Background(), "sqlite:"+filepath.Join(b.TempDir(), "audit.db"), nil)
+						if err != nil {
+							b.Fatal(err)
+						}
+						opts.Auditor, opts.AuditStore = a, s
+					}
+					if strings.Contains(layers, "redact") {
+						r, err := redact.New(nil)
+						if err != nil {
+							b.Fatal(err)
+						}
+						opts.Redactor = r
+					}
+					_, gw := startGateway(b, opts)
+					for _, tool := range []string{"issue", "erase"} {
+						b.Run("tool="+tool, func(b *testing.B) {
+							benchPaths(b, era, 1, up, gw, [2]string{"direct", "gateway"}, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"n": 1}})
+						})
+					}
+				})
+			}
+		})
+	}
+}

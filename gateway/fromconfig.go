@@ -16,12 +16,16 @@ import (
 	"github.com/preflightmcp/preflight/disclose"
 	"github.com/preflightmcp/preflight/gateway/approval"
 	approvalsql "github.com/preflightmcp/preflight/gateway/approval/sqlstore"
+	"github.com/preflightmcp/preflight/gateway/audit"
+	"github.com/preflightmcp/preflight/gateway/audit/auditstore"
 	"github.com/preflightmcp/preflight/gateway/auth"
 	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/pin"
 	"github.com/preflightmcp/preflight/gateway/pin/sqlstore"
+	"github.com/preflightmcp/preflight/gateway/redact"
 	"github.com/preflightmcp/preflight/gateway/redisstore"
 	"github.com/preflightmcp/preflight/gateway/state"
+	"github.com/preflightmcp/preflight/hints"
 	"github.com/preflightmcp/preflight/requeststate"
 )
 
@@ -44,6 +48,10 @@ import (
 // is off, the pins section becomes [Options.Pinner], over the store
 // [OpenPinStore] opens (which Gateway.Close closes), with each server's pin
 // as its mode.
+// The audit section opens its store (SQLite at
+// audit.path or [config.DefaultAuditPath], or PostgreSQL) into
+// [Options.Auditor] and [Options.AuditStore], which Gateway.Close
+// closes; the redaction section becomes [Options.Redactor].
 func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 	if cfg == nil || len(cfg.Servers) == 0 {
 		return nil, errors.New("configuration: servers: at least one server is required")
@@ -112,6 +120,9 @@ func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 		return nil, err
 	}
 	opts.Resolver = r
+	if opts.Redactor, err = redactorFromConfig(cfg.Redaction); err != nil {
+		return nil, err
+	}
 	if len(disclosed) > 0 {
 		d := &Disclosure{Servers: disclosed, Options: disclose.Options{TTL: time.Duration(cfg.Disclosure.TTL)}}
 		if cfg.Disclosure.Store == config.StoreRedis {
@@ -153,6 +164,12 @@ func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 		}
 		opts.Pinner = pin.New(store, &pin.Options{Mode: PinModes(cfg)})
 		opts.closers = append(opts.closers, store.Close)
+	}
+	if cfg.Audit.Store != config.AuditOff {
+		if err := auditFromConfig(cfg.Audit, opts); err != nil {
+			opts.close()
+			return nil, err
+		}
 	}
 	return opts, nil
 }
@@ -199,6 +216,14 @@ func approvalsFromConfig(cfg *config.Config, opts *Options) error {
 // close runs the closers of what OptionsFromConfig opened, for a mapping
 // that failed half-way.
 func (o *Options) close() {
+	if o.Auditor != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+		_ = o.Auditor.Close(ctx)
+		cancel()
+	}
+	if o.AuditStore != nil {
+		_ = o.AuditStore.Close()
+	}
 	if d := o.Disclosure; d != nil && d.Close != nil {
 		_ = d.Close()
 	}
@@ -260,4 +285,64 @@ func OpenPinStore(ctx context.Context, p config.Pins) (sqlstore.Store, error) {
 		return nil, fmt.Errorf("configuration: pins: the pin store: %w", err)
 	}
 	return store, nil
+}
+
+// redactorFromConfig returns the Redactor of the redaction section, nil
+// when it redacts and withholds nothing.
+func redactorFromConfig(r config.Redaction) (*redact.Redactor, error) {
+	if r.Level == config.RedactionOff && r.Withhold == config.RedactionOff {
+		return nil, nil
+	}
+	o := &redact.Options{From: hints.Sensitivity(r.Level), Withhold: hints.Sensitivity(r.Withhold),
+		Sensitive: r.Sensitive, PhoneRegion: r.PhoneRegion}
+	for _, k := range r.Kinds {
+		o.Kinds = append(o.Kinds, redact.Kind(k))
+	}
+	red, err := redact.New(o)
+	if err != nil {
+		return nil, fmt.Errorf("configuration: redaction: %w", err)
+	}
+	return red, nil
+}
+
+// auditFromConfig opens the audit section's store and sets opts.Auditor
+// and opts.AuditStore.
+func auditFromConfig(a config.Audit, opts *Options) error {
+	spec, err := a.StoreSpec(os.LookupEnv)
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	ao := &audit.Options{OnUnavailable: audit.FailurePolicy(a.OnUnavailable), Levels: map[hints.Effect]audit.Level{
+		hints.EffectRead: audit.Level(a.Levels.Read), hints.EffectWrite: audit.Level(a.Levels.Write),
+		hints.EffectExternal: audit.Level(a.Levels.External), hints.EffectDelete: audit.Level(a.Levels.Delete),
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	auditor, store, err := OpenAudit(ctx, spec, ao)
+	if err != nil {
+		return fmt.Errorf("configuration: audit: %w", err)
+	}
+	opts.Auditor, opts.AuditStore, opts.AuditSensitiveArgs = auditor, store, slices.Clone(a.SensitiveArguments)
+	return nil
+}
+
+// OpenAudit opens the audit store spec names (package auditstore:
+// sqlite:PATH, whose directory it creates, or a postgres:// URL) and an
+// Auditor writing to it, for [Options.Auditor] and [Options.AuditStore].
+func OpenAudit(ctx context.Context, spec string, o *audit.Options) (*audit.Auditor, audit.Store, error) {
+	if path, ok := strings.CutPrefix(spec, "sqlite:"); ok && path != "" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, nil, err
+		}
+	}
+	store, err := auditstore.Open(ctx, spec, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	auditor, err := audit.New(store, o)
+	if err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	return auditor, store, nil
 }

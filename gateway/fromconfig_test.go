@@ -200,6 +200,9 @@ func TestOptionsFromConfigPins(t *testing.T) {
 	if opts, err = gateway.OptionsFromConfig(cfg); err != nil || opts.Pinner != nil {
 		t.Errorf("every pin off: %v, Pinner %v", err, opts.Pinner)
 	}
+	if opts != nil {
+		gateway.CloseOptions(opts)
+	}
 	if _, err := os.Stat(filepath.Join(dir, "off.db")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("every pin off, yet the store was opened: %v", err)
 	}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/preflightmcp/preflight/disclose"
 	"github.com/preflightmcp/preflight/gateway/approval"
+	"github.com/preflightmcp/preflight/gateway/audit"
 	"github.com/preflightmcp/preflight/gateway/auth"
 	"github.com/preflightmcp/preflight/gateway/bridge"
 	"github.com/preflightmcp/preflight/gateway/catalog"
@@ -34,6 +35,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/page"
 	"github.com/preflightmcp/preflight/gateway/pin"
 	"github.com/preflightmcp/preflight/gateway/pipeline"
+	"github.com/preflightmcp/preflight/gateway/redact"
 	"github.com/preflightmcp/preflight/gateway/upstream"
 	"github.com/preflightmcp/preflight/requeststate"
 	"github.com/preflightmcp/preflight/resolve"
@@ -108,6 +110,22 @@ type Options struct {
 	// listed as its pinned definition and its calls are refused (the pin
 	// stage) until someone approves the change. Nil means no pinning.
 	Pinner *pin.Pinner
+
+	// Auditor records every tools/call in the audit log (package audit):
+	// calls that must be audited durably before they are forwarded, and
+	// refused calls too. Nil means no audit log. [Gateway.Close] closes
+	// it (writing what it buffers), then AuditStore.
+	Auditor *audit.Auditor
+	// AuditStore is the store Auditor writes to, if the gateway is to
+	// close it; it is also what reads the log back (a page.AuditLog).
+	AuditStore audit.Store
+	// AuditSensitiveArgs name arguments whose values the audit log never
+	// records (those whose names look like credentials never are either).
+	AuditSensitiveArgs []string
+	// Redactor redacts tools/call results by their sensitivity (package
+	// redact) before they reach the client, on every path. Nil means
+	// results pass as the upstream sent them.
+	Redactor *redact.Redactor
 
 	// closers are closed by Close (stores OptionsFromConfig opened).
 	closers []func() error
@@ -271,9 +289,13 @@ func New(opts *Options) (*Gateway, error) {
 	g.state.Store(&snapshot{view: catalog.Build(nil, g.multi)})
 	g.server = g.newServer(info)
 	g.forward = bridge.New(&bridge.Options{Ring: o.Ring, Audience: o.Name, Parking: o.Parking, MaxRounds: o.MaxRounds, Logger: logger})
+	auditOpts := &pipeline.AuditOptions{SensitiveArgs: o.AuditSensitiveArgs, Logger: logger}
 	stages := []pipeline.Stage{
 		pipeline.Log(logger),
 		pipeline.Route(g),
+	}
+	if o.Auditor != nil {
+		stages = append(stages, pipeline.AuditRefused(o.Auditor, auditOpts))
 	}
 	if g.pinner != nil {
 		stages = append(stages, pipeline.Pin(g.pinner))
@@ -282,6 +304,13 @@ func New(opts *Options) (*Gateway, error) {
 	if o.Approvals != nil {
 		stages = append(stages, pipeline.Approve(pipeline.ApproveOptions{Approvals: o.Approvals, PageURL: g.PageURL,
 			Ring: o.Ring, Audience: o.Name, Logger: logger}))
+	}
+	if o.Auditor != nil {
+		stages = append(stages, pipeline.Audit(o.Auditor, auditOpts))
+	}
+	if o.Redactor != nil {
+		stages = append(stages, pipeline.Redact(o.Redactor, &pipeline.RedactOptions{
+			Raw: func(b json.RawMessage) mcp.Result { return bridge.NewRaw(b) }, Logger: logger}))
 	}
 	g.stages = stages
 	g.chain = pipeline.Chain(g.forward, stages...)
@@ -365,6 +394,16 @@ func (g *Gateway) Close() error {
 		ss.Close()
 	}
 	var errs []error
+	if a := g.opts.Auditor; a != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), g.opts.ShutdownGrace)
+		if err := a.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("gateway: writing the audit records still buffered: %w", err))
+		}
+		cancel()
+	}
+	if s := g.opts.AuditStore; s != nil {
+		errs = append(errs, s.Close())
+	}
 	if d := g.opts.Disclosure; d != nil && d.Close != nil {
 		errs = append(errs, d.Close())
 	}

@@ -1,7 +1,9 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -61,14 +63,28 @@ func filesDir(t testing.TB) *os.Root {
 }
 
 // filesServer is the manage_files example over HTTP.
-func filesServer(t testing.TB) string {
-	s := filetool.NewServer(filesDir(t), nil)
+func filesServer(t testing.TB) string { return filesOn(t, filesDir(t), nil) }
+
+// filesOn serves the manage_files example over streamable HTTP on root
+// (2026-07-28 and 2025-11-25 on one URL), calling seen, when not nil, with
+// each request and its body before the server gets them.
+func filesOn(t testing.TB, root *os.Root, seen func(r *http.Request, body []byte)) string {
+	s := filetool.NewServer(root, nil)
 	t.Cleanup(func() {
 		for ss := range s.Sessions() {
 			ss.Close()
 		}
 	})
-	return serveHTTP(t, endpoint.NewHandler(s, nil))
+	h := endpoint.NewHandler(s, nil)
+	if seen == nil {
+		return serveHTTP(t, h)
+	}
+	return serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		seen(r, body)
+		h.ServeHTTP(w, r)
+	}))
 }
 
 // testLogger logs to the test when -v, else nowhere.

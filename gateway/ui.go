@@ -66,6 +66,8 @@ func (g *Gateway) newPage() (http.Handler, error) {
 	}
 	if g.opts.AuditLog != nil {
 		o.Audit = g.opts.AuditLog
+	} else if g.opts.AuditStore != nil {
+		o.Audit = g.opts.AuditStore
 	}
 	if g.opts.Pins != nil {
 		o.Pins = g.opts.Pins

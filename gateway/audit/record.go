@@ -46,12 +46,15 @@ const (
 	OutcomeTimeout Outcome = "timeout"
 	// OutcomeCancelled: the client cancelled the call.
 	OutcomeCancelled Outcome = "cancelled"
+	// OutcomeQuarantined: the tool's definition changed since it was
+	// pinned; the call was refused and not forwarded.
+	OutcomeQuarantined Outcome = "quarantined"
 )
 
 // Outcomes lists every outcome.
 func Outcomes() []Outcome {
 	return []Outcome{OutcomeOK, OutcomeToolError, OutcomeError, OutcomeInputRequired, OutcomeUnknown,
-		OutcomeDenied, OutcomeDeclined, OutcomeTimeout, OutcomeCancelled}
+		OutcomeDenied, OutcomeDeclined, OutcomeTimeout, OutcomeCancelled, OutcomeQuarantined}
 }
 
 // Decisions lists every decision.

@@ -206,6 +206,16 @@ func (f *Forward) adapt(c *pipeline.Call, msg []byte) []byte {
 	if v, _, _ := rawjson.Get(res, "isError"); string(v) == "true" {
 		c.Outcome = "tool_error"
 	}
+	if rt, _, _ := rawjson.GetString(res, "resultType"); rt != "input_required" && c.Wire != nil && c.Wire.Result != nil {
+		// A stage (redact) sees the result before the client does.
+		if out := c.Wire.Result(res); !bytes.Equal(out, res) {
+			if m, err := rawjson.Set(msg, "result", out); err == nil {
+				msg, res = m, out
+			} else {
+				return f.errorMessage(msg, internalError("rewriting the result: %v", err))
+			}
+		}
+	}
 	switch rt, _, _ := rawjson.GetString(res, "resultType"); rt {
 	case "input_required":
 	case "":

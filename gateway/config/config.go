@@ -61,6 +61,11 @@ type Config struct {
 	Approvals Approvals `json:"approvals,omitzero"`
 	// Pins is where pinned tool definitions are kept.
 	Pins Pins `json:"pins"`
+	// Audit is the audit log; by default SQLite at DefaultAuditPath.
+	Audit Audit `json:"audit"`
+	// Redaction is the redaction of results by sensitivity; on by
+	// default.
+	Redaction Redaction `json:"redaction"`
 }
 
 // Listen says where the gateway serves MCP. Its zero value leaves both to

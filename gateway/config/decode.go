@@ -103,6 +103,18 @@ func allowed(t reflect.Type) []string {
 		for _, a := range algorithms {
 			vals = append(vals, string(a))
 		}
+	case reflect.TypeFor[AuditStore]():
+		vals = []string{string(AuditSQLite), string(AuditPostgres), string(AuditOff)}
+	case reflect.TypeFor[AuditLevel]():
+		vals = []string{string(AuditLevelOff), string(AuditLevelSummary), string(AuditLevelFull)}
+	case reflect.TypeFor[AuditFailure]():
+		vals = []string{string(AuditProceed), string(AuditFailClosed)}
+	case reflect.TypeFor[RedactionLevel]():
+		vals = redactionLevels()
+	case reflect.TypeFor[RedactionKind]():
+		for _, k := range redactionKinds {
+			vals = append(vals, string(k))
+		}
 	case reflect.TypeFor[hints.Effect]():
 		for _, e := range hints.Effects {
 			vals = append(vals, string(e))

@@ -26,7 +26,7 @@ var badFiles = []struct {
 	schema schemaVerdict
 }{
 	{"unknown_key.yaml", `3:5: servers.github.tpye: unknown key, did you mean type? (allowed: args, bearerTokenEnv, command, connect, cwd, disclose, env, envFile, exclude, headers, include, overrides, pin, prefix, rules, separator, timeouts, trust, type, url)`, schemaRejects},
-	{"top_unknown.yaml", `4:1: audit: unknown key (allowed: $schema, approvals, auth, disclosure, listen, pins, redis, requestState, servers)`, schemaRejects},
+	{"top_unknown.yaml", `4:1: audits: unknown key, did you mean audit? (allowed: $schema, approvals, audit, auth, disclosure, listen, pins, redaction, redis, requestState, servers)`, schemaRejects},
 	{"bad_type.yaml", `3:11: servers.github.type: "htp" is not allowed (allowed: stdio, http, sse)`, schemaRejects},
 	{"stdio_with_url.yaml", `5:10: servers.files.url: not allowed for a stdio server (it is for http and sse servers)`, schemaRejects},
 	{"remote_stdio_fields.yaml", `4:10: servers.api.url: not an http:// or https:// URL with a host
@@ -76,6 +76,16 @@ var badFiles = []struct {
 10:27: auth.oauth.scopes[1]: "two words" is not a scope (printable ASCII without spaces, " or \)
 11:16: auth.oauth.clockSkew: 10m is more than 5m: a small tolerance for clocks that drift, not a grace period
 13:22: auth.oauth.jwksMinInterval: 1m is longer than jwksRefresh (10s), which bounds it`, schemaRejects},
+	{"audit.yaml", `6:9: audit.path: is for store sqlite; a PostgreSQL audit log is named by audit.url
+7:8: audit.url: not a PostgreSQL URL (allowed: postgres://[user[:password]@]host[:port]/database[?sslmode=...], or postgresql://...)
+9:11: audit.levels.read: "verbose" is not allowed (allowed: off, summary, full)
+10:32: audit.sensitiveArguments[1]: "apiKey" is also sensitiveArguments[0]
+11:18: audit.onUnavailable: "retry" is not allowed (allowed: proceed, fail-closed)`, schemaRejects},
+	{"audit_postgres.yaml", `5:3: audit.url: required with store postgres: the database, as postgres://USER@HOST/DATABASE (usually ${PREFLIGHT_POSTGRES_URL})`, schemaRejects},
+	{"redaction.yaml", `5:10: redaction.level: "secret" is not allowed (allowed: public, internal, confidential, restricted, off)
+7:18: redaction.kinds[1]: "email" is also kinds[0]
+7:25: redaction.kinds[2]: "passport" is not allowed (allowed: secrets, email, phone, payment-card, iban, us-ssn, ipv4)
+8:16: redaction.phoneRegion: "usa" is not a region: two capital letters, an ISO 3166 alpha-2 code such as US or DE (ZZ: international numbers only)`, schemaRejects},
 	{"headers.yaml", `6:22: servers.api.headers.Authorization: set by bearerTokenEnv too: keep one
 7:23: servers.api.headers.Mcp-Session-Id: set by the gateway on each request; it cannot be configured
 8:21: servers.api.headers.Content-Type: set by the gateway on each request; it cannot be configured

@@ -84,6 +84,18 @@ func ExampleMarshal() {
 	//   ttl: 24h
 	// pins:
 	//   store: sqlite
+	// audit:
+	//   store: sqlite
+	//   levels:
+	//     read: summary
+	//     write: full
+	//     external: full
+	//     delete: full
+	//   onUnavailable: proceed
+	// redaction:
+	//   level: confidential
+	//   withhold: restricted
+	//   sensitive: confidential
 }
 
 // How a command serves from a config file and follows it: the first

@@ -133,6 +133,9 @@ func TestDefaults(t *testing.T) {
 		}},
 		Disclosure: Disclosure{Store: StoreMemory, TTL: Duration(24 * time.Hour)},
 		Pins:       Pins{Store: PinStoreSQLite},
+		Audit: Audit{Store: AuditSQLite, OnUnavailable: AuditProceed,
+			Levels: AuditLevels{Read: AuditLevelSummary, Write: AuditLevelFull, External: AuditLevelFull, Delete: AuditLevelFull}},
+		Redaction: Redaction{Level: "confidential", Withhold: "restricted", Sensitive: "confidential"},
 	}
 	if !reflect.DeepEqual(c, want) {
 		got, _ := Marshal(c)

@@ -50,6 +50,8 @@ func (p *parser) validate(c *Config) {
 		p.approvals(&c.Approvals)
 	}
 	p.pins(&c.Pins)
+	p.audit(&c.Audit)
+	p.redaction(&c.Redaction)
 	switch {
 	case c.Listen.HTTP == "":
 	case !validAddr(c.Listen.HTTP):

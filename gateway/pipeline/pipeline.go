@@ -2,17 +2,15 @@
 // named stages, each a func(next Handler) Handler as in net/http
 // middleware, compiled once when the gateway starts.
 //
-// The gateway's chain today is
+// The gateway's chain is
 //
-//	log -> route -> pin -> resolve -> forward
+//	log -> route -> audit.refused -> pin -> resolve -> approve -> audit -> redact -> forward
 //
-// (pin only when the gateway pins tool definitions: [Pin])
-// and the decisions of the next stages slot in between without touching
-// the others:
+// (each stage after route only when its feature is on), and the decisions
+// still to come slot in between without touching the others:
 //
-//	log -> route -> resolve -> decide -> ask -> approve -> audit -> forward -> redact -> retry
-//
-// ([Approve] is the out-of-band approval through package approval.)
+//	log -> metrics -> route -> audit.refused -> pin -> resolve -> decide -> ask
+//	    -> approve -> confirmed -> audit -> redact -> retry -> forward
 //
 // A [Call] enters with what the client sent; route fills in the upstream
 // and its name for the target, resolve the call's annotations and policy
@@ -29,6 +27,7 @@ import (
 
 	"github.com/preflightmcp/preflight/gateway/catalog"
 	"github.com/preflightmcp/preflight/gateway/upstream"
+	"github.com/preflightmcp/preflight/hints"
 	"github.com/preflightmcp/preflight/resolve"
 )
 
@@ -76,11 +75,24 @@ type Call struct {
 
 	// Set by forward, for the stages that wrap it: the upstream's protocol
 	// era and how the call ended ("ok", "tool_error", "input_required").
+	// Stages that end a call themselves set Outcome too: "declined",
+	// "cancelled", "timeout", "denied", "quarantined", "unknown", "error".
 	UpstreamEra string
 	Outcome     string
+
+	// redact: what was removed from the result (kinds and counts, never
+	// values); nil when the result was not redacted or not looked at.
+	Redaction *Redaction
+
+	// retry: how many times forward ran.
+	Attempts int
+
+	// audit: set once the call has an audit record, so that it gets
+	// exactly one (see [Audit]).
+	audited bool
 }
 
-// Verdict is what a decision allows.
+// Verdict is what the gateway decided for a call.
 type Verdict string
 
 // Verdicts.
@@ -90,29 +102,38 @@ const (
 	Deny    Verdict = "deny"
 )
 
-// Decision is the decide stage's verdict on one call, with the reason in
-// words and the rule that made it ("" for a default).
+// Decision is the decision for one call and why.
 type Decision struct {
 	Verdict Verdict
-	Reason  string
-	Rule    string
-	// DryRun records the decision without enforcing it.
+	// Reason says why in words; Rule names the rule that decided, if any.
+	Reason string
+	Rule   string
+	// DryRun: the decision is recorded, not enforced.
 	DryRun bool
-	// OutOfBand: a rule demands a human the agent cannot impersonate, so
-	// the call is never confirmed in-band.
+	// OutOfBand: a rule demands a human the agent cannot impersonate
+	// (never confirmed in-band).
 	OutOfBand bool
 }
 
-// Confirmation says who confirmed a call whose decision was Confirm.
+// Confirmation says who confirmed a call.
 type Confirmation struct {
-	// By is "client" (answered in the client) or "page" (approved on the
-	// gateway's page).
+	// By is "client" (in-band) or "page" (out of band).
 	By string
-	// Approver is who approved.
+	// Approver is the principal who approved.
 	Approver string
-	// RequestID names the approval request, for a call approved on the
-	// page.
+	// RequestID identifies the approval request.
 	RequestID string
+}
+
+// Redaction is what the redact stage did to a result, without any of
+// the values.
+type Redaction struct {
+	// Sensitivity is the result's effective sensitivity.
+	Sensitivity hints.Sensitivity
+	// Withheld: the whole result was replaced by a notice.
+	Withheld bool
+	// Kinds counts the distinct values redacted, by kind.
+	Kinds map[string]int
 }
 
 // Wire is a 2026-07-28 client's request over HTTP, forwarded without
@@ -124,6 +145,11 @@ type Wire struct {
 	Header http.Header
 	// Response is where the answer goes.
 	Response http.ResponseWriter
+	// Result, when set, is applied by the final handler to the result of
+	// the final response (not to an input_required one) before writing
+	// it: how a stage that must see or change a result (redact) does so on
+	// this path. It returns the result as the client gets it.
+	Result func(result json.RawMessage) json.RawMessage
 }
 
 // Client describes the client side of a call.

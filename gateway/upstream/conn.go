@@ -499,7 +499,8 @@ func isMethodNotFound(err error) bool {
 // newClient builds the SDK client the Conn connects with: automatic MRTR
 // off (the gateway passes input_required on), every kind of question
 // declared (they are routed to the client of the call that asked), the
-// tool-resolution extension declared (to see which tools are resolvable),
+// tool-resolution extension declared (to see which tools are resolvable,
+// with the policy hints and security schemes of their resolutions),
 // and handlers for the upstream's notifications.
 func (c *Conn) newClient() *mcp.Client {
 	info := c.opts.ClientInfo
@@ -512,6 +513,11 @@ func (c *Conn) newClient() *mcp.Client {
 		Sampling:    &mcp.SamplingCapabilities{},
 	}
 	caps.AddExtension(preflight.ExtensionToolResolution, nil)
+	// An extension-shape answer carries the policy hints and security
+	// schemes only to a request that declared them: without them a
+	// resolution would lose its effect (a delete would read as a write).
+	caps.AddExtension(preflight.MetaPolicyHints, nil)
+	caps.AddExtension(preflight.MetaSecuritySchemes, nil)
 	client := mcp.NewClient(info, &mcp.ClientOptions{
 		Logger:         quietlog.Warn(c.logger),
 		Capabilities:   caps,

@@ -6,16 +6,19 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/preflightmcp/preflight/gateway/audit"
 	"github.com/preflightmcp/preflight/gateway/audit/auditstore"
+	"github.com/preflightmcp/preflight/gateway/config"
 )
 
 type auditCmd struct {
-	store                                         string
+	store, config, data                           string
 	since, until                                  string
 	principal, server, tool, effect, decision, oc string
 	limit                                         int
@@ -24,7 +27,7 @@ type auditCmd struct {
 }
 
 func (c *auditCmd) synopsis() string {
-	return `usage: preflight audit -store STORE [filters] [-format text|jsonl] [-o FILE]
+	return `usage: preflight audit [-store STORE | -config FILE | -data DIR] [filters] [-format text|jsonl] [-o FILE]
 
 Queries and exports the gateway's audit log: one record per call, with
 its time, principal, server, tool, effect, the decision and its reason,
@@ -34,7 +37,10 @@ values where the level is full, never sensitive ones), what was redacted
 (the gateway stopped while it ran) shows as unknown.
 
 STORE is sqlite:PATH (the embedded default) or a PostgreSQL URL
-(postgres://USER@HOST/DATABASE); it is opened read-only. Records come
+(postgres://USER@HOST/DATABASE); it is opened read-only. -config FILE reads
+the log that preflight serve -config FILE writes (its audit section, or
+preflight/audit.db under the user's state directory when it has none);
+-data DIR the log of the built-in setup of preflight serve -data DIR. Records come
 oldest first (-newest for the latest first); -format text prints one line
 per record with what came from clients and servers stripped of control
 characters, -format jsonl one JSON object per line (JSON Lines) for other
@@ -53,6 +59,8 @@ Examples:
 
 func (c *auditCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.store, "store", "", "the audit store: sqlite:PATH or postgres://USER@HOST/DATABASE")
+	fs.StringVar(&c.config, "config", "", "read the audit log of the gateway configured by `FILE`")
+	fs.StringVar(&c.data, "data", "", "read the audit log of the built-in setup of preflight serve -data `DIR`")
 	fs.StringVar(&c.since, "since", "", "records from this `time` (RFC 3339 or 2006-01-02) or this long ago (90s, 15m, 1h, 7d)")
 	fs.StringVar(&c.until, "until", "", "records before this `time` or this long ago")
 	fs.StringVar(&c.principal, "principal", "", "records of this principal only")
@@ -60,7 +68,7 @@ func (c *auditCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.tool, "tool", "", "records of this tool only")
 	fs.StringVar(&c.effect, "effect", "", "records of this effect only: read, write, external or delete")
 	fs.StringVar(&c.decision, "decision", "", "records of this decision only: allow, confirm or deny")
-	fs.StringVar(&c.oc, "outcome", "", "records of this outcome only: ok, tool_error, error, input_required,\nunknown (also never recorded), denied, declined, timeout or cancelled")
+	fs.StringVar(&c.oc, "outcome", "", "records of this outcome only: ok, tool_error, error, input_required,\nunknown (also never recorded), denied, declined, timeout, cancelled or quarantined")
 	fs.IntVar(&c.limit, "limit", 0, "at most this many records (0: all)")
 	fs.BoolVar(&c.newest, "newest", false, "newest first (with -limit: the latest records)")
 	c.bindOutput(fs, []string{"text", "jsonl", "json"}, "json") // json is JSON Lines too
@@ -96,8 +104,9 @@ func (c *auditCmd) run(ctx context.Context, env *env, inv invocation) error {
 	if len(inv.args) > 0 || inv.dashDash {
 		return usagef("audit takes no arguments (filters are flags: -since 1h -effect delete)")
 	}
-	if c.store == "" {
-		return usagef("no store: give -store sqlite:PATH or -store postgres://USER@HOST/DATABASE")
+	spec, err := c.storeSpec()
+	if err != nil {
+		return err
 	}
 	write := audit.WriteText
 	if c.format != "text" {
@@ -107,7 +116,7 @@ func (c *auditCmd) run(ctx context.Context, env *env, inv invocation) error {
 	if err != nil {
 		return err
 	}
-	store, err := auditstore.Open(ctx, c.store, &auditstore.Options{ReadOnly: true})
+	store, err := auditstore.Open(ctx, spec, &auditstore.Options{ReadOnly: true})
 	if err != nil {
 		return couldNotRun(err)
 	}
@@ -126,4 +135,42 @@ func queryError(err error) error {
 		return couldNotRun(fmt.Errorf("timed out (-timeout): %w", err))
 	}
 	return fmt.Errorf("%s", strings.TrimSpace(audit.Sanitize(err.Error())))
+}
+
+// storeSpec is the store to read: -store, the audit section of -config,
+// or the built-in setup's on -data.
+func (c *auditCmd) storeSpec() (string, error) {
+	n := 0
+	for _, v := range []string{c.store, c.config, c.data} {
+		if v != "" {
+			n++
+		}
+	}
+	switch {
+	case n > 1:
+		return "", usagef("give one of -store, -config and -data")
+	case c.store != "":
+		return c.store, nil
+	case c.config != "":
+		cfg, err := config.Load(c.config)
+		if err != nil {
+			return "", couldNotRun(err)
+		}
+		spec, err := cfg.Audit.StoreSpec(os.LookupEnv)
+		if err != nil {
+			return "", couldNotRun(fmt.Errorf("-config %s: %w", c.config, err))
+		}
+		if spec == "" {
+			return "", couldNotRun(fmt.Errorf("-config %s: audit.store is off: the gateway keeps no audit log", c.config))
+		}
+		return spec, nil
+	}
+	if c.data == "" {
+		return "", usagef("no store: give -store sqlite:PATH, -store postgres://USER@HOST/DATABASE, -config FILE (a gateway's configuration) or -data DIR (the built-in setup's)")
+	}
+	dir, err := filepath.Abs(c.data)
+	if err != nil {
+		return "", couldNotRun(err)
+	}
+	return builtinAuditStore(dir), nil
 }

@@ -139,6 +139,7 @@ func TestAuditUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"audit"}, "no store: give -store sqlite:PATH"},
+		{[]string{"audit", "-store", "sqlite:a.db", "-data", "d"}, "give one of -store, -config and -data"},
 		{[]string{"audit", "-store", db, "extra"}, "audit takes no arguments"},
 		{[]string{"audit", "-store", db, "-format", "xml"}, `invalid value "xml" for flag -format: want text, jsonl or json`},
 		{[]string{"audit", "-store", db, "-since", "yesterday"}, `-since: "yesterday": want a time`},

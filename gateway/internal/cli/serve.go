@@ -25,6 +25,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/page"
 	"github.com/preflightmcp/preflight/gateway/pin"
 	"github.com/preflightmcp/preflight/gateway/pin/sqlstore"
+	"github.com/preflightmcp/preflight/gateway/redact"
 	"github.com/preflightmcp/preflight/gateway/upstream"
 )
 
@@ -152,6 +153,12 @@ func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
 	}
 	g, err := gateway.New(opts)
 	if err != nil {
+		if opts.Auditor != nil {
+			opts.Auditor.Close(ctx)
+		}
+		if opts.AuditStore != nil {
+			opts.AuditStore.Close()
+		}
 		return err
 	}
 	g.Start()
@@ -271,15 +278,33 @@ func builtinSetup(ctx context.Context, dir string) (*gateway.Options, func(), er
 			return ct, nil
 		}
 	}
+	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	auditor, auditStore, err := gateway.OpenAudit(actx, builtinAuditStore(dir), nil)
+	if err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("the built-in setup's audit log: %w", err)
+	}
+	redactor, err := redact.New(nil)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
 	return &gateway.Options{
 		Name: "preflight",
 		Upstreams: []gateway.UpstreamSpec{
 			{Name: "files", Connect: inProcess(func() *mcp.Server { return filetool.NewServer(files, nil) })},
 			{Name: "folders", Connect: inProcess(func() *mcp.Server { return foldertool.NewServer(folders, nil) })},
 		},
-		Pinner: pin.New(store, &pin.Options{Mode: func(string) pin.Mode { return pin.ModeWarn }}),
+		Pinner:     pin.New(store, &pin.Options{Mode: func(string) pin.Mode { return pin.ModeWarn }}),
+		Auditor:    auditor,
+		AuditStore: auditStore,
+		Redactor:   redactor,
 	}, cleanup, nil
 }
+
+// builtinAuditStore is the audit store of the built-in setup on dir.
+func builtinAuditStore(dir string) string { return "sqlite:" + filepath.Join(dir, "audit.db") }
 
 // printServing tells the user where the gateway is and how to connect,
 // and where the pins are when pins names the store.

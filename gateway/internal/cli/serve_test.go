@@ -157,6 +157,26 @@ func TestServeBuiltin(t *testing.T) {
 			t.Errorf("call record %d has no latency: %v", i, c)
 		}
 	}
+
+	// The audit log, in the data directory, has both calls: preflight
+	// audit -data reads what serve wrote (and flushed when it stopped).
+	code, aout, aerr := runMain(t, "audit", "-data", data, "-format", "jsonl")
+	if code != exitOK {
+		t.Fatalf("audit: exit %d: %s", code, aerr)
+	}
+	lines := strings.Split(strings.TrimSpace(aout), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("audit: %d records, want 2:\n%s", len(lines), aout)
+	}
+	for _, l := range lines {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r["server"] != "files" || r["tool"] != "manage_files" || r["effect"] != "read" || r["decision"] != "allow" || r["outcome"] != "ok" {
+			t.Errorf("audit record %s", l)
+		}
+	}
 }
 
 func TestServeUsageErrors(t *testing.T) {
