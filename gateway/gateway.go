@@ -28,6 +28,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/bridge"
 	"github.com/preflightmcp/preflight/gateway/catalog"
 	"github.com/preflightmcp/preflight/gateway/pipeline"
+	"github.com/preflightmcp/preflight/gateway/state"
 	"github.com/preflightmcp/preflight/gateway/upstream"
 	"github.com/preflightmcp/preflight/requeststate"
 	"github.com/preflightmcp/preflight/resolve"
@@ -81,6 +82,20 @@ type Options struct {
 	// Disclosure turns on progressive disclosure of tool descriptions for
 	// some or all upstreams. Nil means off.
 	Disclosure *Disclosure
+	// Decisions turns on a decision per tools/call (allow, confirm or
+	// deny, from the call's effective hints and the deployer's decision
+	// rules) and in-band confirmation: the decide, ask and confirmed
+	// stages of package pipeline. Nil means off: every call is forwarded.
+	Decisions *pipeline.DecideOptions
+	// ConfirmTTL is how long a 2026-07-28 client has to answer a
+	// confirmation, and ConfirmWait how long a legacy client's answer is
+	// awaited within its call. Zero means pipeline.DefaultConfirmTTL and
+	// pipeline.DefaultConfirmWait.
+	ConfirmTTL, ConfirmWait time.Duration
+	// State holds the short-lived state replicas share: the single-use
+	// nonces of confirmations. Nil means state.NewMemory (one process),
+	// which Close closes; a State given here is the caller's to close.
+	State *state.Store
 }
 
 // UpstreamSpec describes one upstream server and how its names are exposed.
@@ -163,6 +178,8 @@ type Gateway struct {
 
 	subs subscriptions
 
+	ownState *state.Store // made by New when Options.State is nil
+
 	// Progressive disclosure; disclosure is nil when it is off.
 	disclosure                         *disclose.Server
 	discloseLevel                      disclose.SchemaLevel
@@ -231,13 +248,37 @@ func New(opts *Options) (*Gateway, error) {
 	}
 	g.state.Store(&snapshot{view: catalog.Build(nil, g.multi)})
 	g.server = g.newServer(info)
-	g.forward = bridge.New(&bridge.Options{Ring: o.Ring, Audience: o.Name, Parking: o.Parking, MaxRounds: o.MaxRounds, Logger: logger})
-	g.chain = pipeline.Chain(g.forward,
+	st := o.State
+	if st == nil {
+		g.ownState = state.NewMemory(nil)
+		st = g.ownState
+	}
+	g.forward = bridge.New(&bridge.Options{Ring: o.Ring, Audience: o.Name, Parking: o.Parking, MaxRounds: o.MaxRounds, Logger: logger, Nonces: st.Nonces})
+	stages := []pipeline.Stage{
 		pipeline.Log(logger),
 		pipeline.Route(g),
 		pipeline.Resolve(g.resolver, logger),
-	)
+	}
+	if o.Decisions != nil {
+		d, err := pipeline.NewDecider(o.Decisions)
+		if err != nil {
+			g.closeState()
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+		stages = append(stages, pipeline.Decide(d))
+		stages = append(stages, pipeline.Ask(pipeline.AskOptions{Ring: o.Ring, Audience: o.Name, Nonces: st.Nonces,
+			TTL: o.ConfirmTTL, Wait: o.ConfirmWait, Resumer: g.forward, Logger: logger}))
+		stages = append(stages, pipeline.Confirmed())
+	}
+	g.chain = pipeline.Chain(g.forward, stages...)
 	return g, nil
+}
+
+// closeState closes the state store New made.
+func (g *Gateway) closeState() {
+	if g.ownState != nil {
+		g.ownState.Close()
+	}
 }
 
 // defaultVersion is the version of the module the gateway was built from,
@@ -302,6 +343,7 @@ func (g *Gateway) Close() error {
 	cancel := g.cancel
 	g.mu.Unlock()
 	g.forward.Close()
+	g.closeState()
 	if cancel != nil {
 		cancel()
 	}

@@ -58,6 +58,12 @@ type Call struct {
 	// Set by resolve (tools/call only): what the call will do.
 	Resolution *Resolution
 
+	// decide, ask, confirmed: the gateway's decision on a tools/call
+	// (nil when decisions are off or for other methods), and who
+	// confirmed it (set by ask or approve; nil when nobody did).
+	Decision     *Decision
+	Confirmation *Confirmation
+
 	// Wire, when set, is the client's HTTP request as it came: the call
 	// takes the passthrough path (see package bridge), and the final
 	// handler writes the response to Wire.Response itself.
