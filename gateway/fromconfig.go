@@ -11,6 +11,7 @@ import (
 
 	"github.com/preflightmcp/preflight/disclose"
 	"github.com/preflightmcp/preflight/gateway/config"
+	"github.com/preflightmcp/preflight/gateway/pipeline"
 	"github.com/preflightmcp/preflight/gateway/redisstore"
 )
 
@@ -26,7 +27,7 @@ import (
 // (disclosure.enabled is its default) become [Options.Disclosure], with
 // disclosure.ttl and, for disclosure.store redis, a gateway/redisstore
 // store on redis.url under redis.prefix + "disclose:", whose client
-// [Gateway.Close] closes.
+// [Gateway.Close] closes. Decisions are on ([DecisionsFromConfig]).
 func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 	if cfg == nil || len(cfg.Servers) == 0 {
 		return nil, errors.New("configuration: servers: at least one server is required")
@@ -91,6 +92,9 @@ func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 		return nil, err
 	}
 	opts.Resolver = r
+	if opts.Decisions, err = DecisionsFromConfig(cfg); err != nil {
+		return nil, err
+	}
 	if len(disclosed) > 0 {
 		d := &Disclosure{Servers: disclosed, Options: disclose.Options{TTL: time.Duration(cfg.Disclosure.TTL)}}
 		if cfg.Disclosure.Store == config.StoreRedis {
@@ -109,4 +113,30 @@ func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 		opts.Disclosure = d
 	}
 	return opts, nil
+}
+
+// DecisionsFromConfig maps the decisions section and the servers'
+// decisions modes onto the gateway's decision options, and compiles the
+// rules' expressions: a rule that does not compile is an error naming it.
+func DecisionsFromConfig(cfg *config.Config) (*pipeline.DecideOptions, error) {
+	d := &pipeline.DecideOptions{Mode: pipeline.Enforce}
+	if cfg.Decisions.Mode == config.DecisionsDryRun {
+		d.Mode = pipeline.DryRun
+	}
+	for _, name := range cfg.Names() {
+		if s := cfg.Servers[name]; s != nil && s.Decisions != "" && string(s.Decisions) != string(d.Mode) {
+			if d.Servers == nil {
+				d.Servers = map[string]pipeline.Mode{}
+			}
+			d.Servers[name] = pipeline.Mode(s.Decisions)
+		}
+	}
+	for _, r := range cfg.Decisions.Rules {
+		d.Rules = append(d.Rules, pipeline.DecisionRule{Name: r.Name, Servers: slices.Clone(r.Servers), Tools: slices.Clone(r.Tools),
+			When: r.When, Verdict: pipeline.Verdict(r.Decision), OutOfBand: r.Approval == config.ApprovalHuman, Reason: r.Reason})
+	}
+	if _, err := pipeline.NewDecider(d); err != nil {
+		return nil, fmt.Errorf("configuration: decisions: %w", err)
+	}
+	return d, nil
 }

@@ -263,7 +263,7 @@ func New(opts *Options) (*Gateway, error) {
 		d, err := pipeline.NewDecider(o.Decisions)
 		if err != nil {
 			g.closeState()
-			return nil, fmt.Errorf("gateway: %w", err)
+			return nil, fmt.Errorf("gateway: decisions: %w", err)
 		}
 		stages = append(stages, pipeline.Decide(d))
 		stages = append(stages, pipeline.Ask(pipeline.AskOptions{Ring: o.Ring, Audience: o.Name, Nonces: st.Nonces,

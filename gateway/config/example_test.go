@@ -78,10 +78,13 @@ func ExampleMarshal() {
 	//     trust: trusted
 	//     pin: warn
 	//     disclose: false
+	//     decisions: enforce
 	// disclosure:
 	//   enabled: false
 	//   store: memory
 	//   ttl: 24h
+	// decisions:
+	//   mode: enforce
 }
 
 // How a command serves from a config file and follows it: the first

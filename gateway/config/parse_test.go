@@ -128,10 +128,12 @@ func TestDefaults(t *testing.T) {
 				Call:     Duration(5 * time.Minute),
 				Shutdown: Duration(5 * time.Second),
 			},
-			Trust: Trusted,
-			Pin:   PinWarn,
+			Trust:     Trusted,
+			Pin:       PinWarn,
+			Decisions: DecisionsEnforce,
 		}},
 		Disclosure: Disclosure{Store: StoreMemory, TTL: Duration(24 * time.Hour)},
+		Decisions:  Decisions{Mode: DecisionsEnforce},
 	}
 	if !reflect.DeepEqual(c, want) {
 		got, _ := Marshal(c)

@@ -43,6 +43,12 @@ func (p *parser) validate(c *Config) {
 		p.redis(&c.Redis)
 	}
 	p.auth(&c.Auth)
+	p.decisions(c)
+	for _, name := range sortedKeys(c.Servers) {
+		if s := c.Servers[name]; s != nil && s.Decisions == "" {
+			s.Decisions = c.Decisions.Mode
+		}
+	}
 	switch {
 	case c.Listen.HTTP == "":
 	case !validAddr(c.Listen.HTTP):

@@ -133,19 +133,19 @@ func NewDecider(o *DecideOptions) (*Decider, error) {
 	var errs []error
 	check := func(m Mode, where string) {
 		if m != Enforce && m != DryRun {
-			errs = append(errs, fmt.Errorf("%s: mode %q: allowed: enforce, dry-run", where, m))
+			errs = append(errs, fmt.Errorf("%s: %q is not a mode (allowed: enforce, dry-run)", where, m))
 		}
 	}
-	check(d.mode, "decisions")
+	check(d.mode, "mode")
 	for s, m := range o.Servers {
-		check(m, "decisions: server "+s)
+		check(m, "servers."+s)
 	}
 	names := map[string]bool{}
 	for i, r := range o.Rules {
-		at := fmt.Sprintf("decision rule %d (%q)", i, r.Name)
+		at := fmt.Sprintf("rules[%d] (%q)", i, r.Name)
 		switch {
 		case r.Name == "":
-			errs = append(errs, fmt.Errorf("decision rule %d: a name is required", i))
+			errs = append(errs, fmt.Errorf("rules[%d]: a name is required", i))
 		case names[r.Name]:
 			errs = append(errs, fmt.Errorf("%s: the name is used twice", at))
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/preflightmcp/preflight/examples/files/filetool"
 	"github.com/preflightmcp/preflight/examples/folders/foldertool"
 	"github.com/preflightmcp/preflight/gateway"
+	"github.com/preflightmcp/preflight/gateway/pipeline"
 	"github.com/preflightmcp/preflight/gateway/upstream"
 )
 
@@ -40,6 +41,7 @@ type serveCmd struct {
 	config   string
 	data     string
 	logLevel string
+	dryRun   bool
 
 	load configLoader // nil: loadConfigFile
 
@@ -49,7 +51,7 @@ type serveCmd struct {
 }
 
 func (c *serveCmd) synopsis() string {
-	return `usage: preflight serve [-http ADDR | -stdio] [-config FILE] [-data DIR] [-log-level LEVEL]
+	return `usage: preflight serve [-http ADDR | -stdio] [-config FILE] [-data DIR] [-dry-run] [-log-level LEVEL]
 
 Runs the preflight gateway: one MCP endpoint in front of the upstream MCP
 servers of FILE (any language, any transport: stdio commands, streamable
@@ -68,6 +70,14 @@ repository (manage_files, and folders with delete_folder, rename_folder and
 describe_folder) on a data directory of its own (-data), and prints where to
 point a client.
 
+Each tool call gets a decision: reads and writes are allowed, deletes,
+destructive calls and calls that require confirmation are confirmed (the
+client is asked when it declared elicitation), and the configuration's
+decisions rules may allow, confirm or deny others. With -dry-run the
+decisions are recorded in the log (decision.verdict, decision.reason,
+decision.dryRun) but not enforced: nothing is asked or refused, which shows
+what would be before it is switched on.
+
 Logs are JSON on standard error, one record per call. Interrupt (Ctrl-C) or
 SIGTERM stops it after the calls in flight finish.
 
@@ -84,6 +94,7 @@ func (c *serveCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.config, "config", "", "configuration `FILE` (preflight YAML, or the mcpServers JSON of Claude Desktop, Claude Code or Cursor, or VS Code's servers); empty serves the built-in setup")
 	fs.StringVar(&c.data, "data", "", "data `DIR` of the built-in setup (default: preflight/serve under the user's cache directory)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "least severe log `LEVEL`: debug, info, warn or error")
+	fs.BoolVar(&c.dryRun, "dry-run", false, "record each call's decision (allow, confirm, deny) in the log without enforcing it: nothing is asked or refused")
 }
 
 func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
@@ -128,6 +139,13 @@ func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
 		setup = "built-in setup, data in " + dir
 	}
 	opts.Logger = logger
+	if opts.Decisions == nil {
+		opts.Decisions = &pipeline.DecideOptions{}
+	}
+	if c.dryRun {
+		opts.Decisions.Mode, opts.Decisions.Servers = pipeline.DryRun, nil
+		logger.Info("decisions are recorded, not enforced (-dry-run)")
+	}
 	if opts.Version == "" {
 		opts.Version = "devel"
 	}
