@@ -17,7 +17,7 @@ import (
 // decideCall is a routed and resolved tools/call of tool on server files.
 func decideCall(tool string, ann preflight.Annotations, h hints.Hints, args string) *pipeline.Call {
 	c := &pipeline.Call{Method: "tools/call", Name: tool, Target: tool, Client: &pipeline.Client{Principal: "alice"},
-		Tool: &catalog.Tool{Name: tool, Upstream: "files", Tool: &mcp.Tool{Name: tool}},
+		Tool:       &catalog.Tool{Name: tool, Upstream: "files", Tool: &mcp.Tool{Name: tool}},
 		Resolution: &pipeline.Resolution{Source: "upstream"}}
 	c.Resolution.Annotations, c.Resolution.Hints = ann, h
 	if args != "" {
