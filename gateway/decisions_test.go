@@ -271,15 +271,21 @@ func TestConfirmLegacyMidCall(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log destination safe for concurrent writes.
+// syncBuffer is a log destination safe for concurrent writes; calls
+// receives a value for each call record (the gateway logs a call after
+// its answer is on the way, so a test waits for the record).
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu    sync.Mutex
+	b     bytes.Buffer
+	calls chan struct{}
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.calls != nil && bytes.Contains(p, []byte(`"msg":"call"`)) {
+		s.calls <- struct{}{}
+	}
 	return s.b.Write(p)
 }
 
@@ -319,8 +325,8 @@ func TestDecisionRulesAndDryRun(t *testing.T) {
 		}
 	})
 	t.Run("dry-run", func(t *testing.T) {
-		var log syncBuffer
-		logger := slog.New(slog.NewJSONHandler(&log, nil))
+		log := &syncBuffer{calls: make(chan struct{}, 8)}
+		logger := slog.New(slog.NewJSONHandler(log, nil))
 		dir, url := filesGateway(t, &pipeline.DecideOptions{Rules: rules, Mode: pipeline.DryRun}, logger)
 		p := wiretest.Stateless(url, elicitCaps)
 		r := p.Call(t, "tools/call", toolCall("manage_files", map[string]any{"action": "delete", "path": "full/inner/x.txt"}, nil, ""))
@@ -331,6 +337,8 @@ func TestDecisionRulesAndDryRun(t *testing.T) {
 		if r.Error != nil || r.Result["resultType"] != "complete" || exists(t, filepath.Join(dir, "notes.txt")) {
 			t.Errorf("dry-run confirm: %s", r.Raw)
 		}
+		<-log.calls
+		<-log.calls
 		out := log.String()
 		for _, want := range []string{
 			`"verdict":"deny","reason":"files under full/ are kept","rule":"keep-full","dryRun":true`,
