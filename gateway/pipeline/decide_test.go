@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -211,4 +212,36 @@ func FuzzConfirmAnswer(f *testing.F) {
 			t.Fatalf("action %q", action)
 		}
 	})
+}
+
+// BenchmarkDecide measures the decision on an allowed read, without rules
+// and with 20 rules of which two are evaluated (the others name another
+// server): go test -run '^$' -bench BenchmarkDecide -benchmem ./pipeline/
+func BenchmarkDecide(b *testing.B) {
+	var rules []pipeline.DecisionRule
+	for i := range 18 {
+		rules = append(rules, pipeline.DecisionRule{Name: fmt.Sprintf("github-%d", i), Servers: []string{"github"},
+			Tools: []string{fmt.Sprintf("tool_%d*", i)}, When: `args.force == true`, Verdict: pipeline.Deny})
+	}
+	rules = append(rules,
+		pipeline.DecisionRule{Name: "blocked", When: `principal == "blocked"`, Verdict: pipeline.Deny},
+		pipeline.DecisionRule{Name: "deletes", When: `effect == "delete" && server != "scratch"`, Verdict: pipeline.Confirm, OutOfBand: true})
+	for _, tc := range []struct {
+		name  string
+		rules []pipeline.DecisionRule
+	}{{"rules=0", nil}, {"rules=20", rules}} {
+		b.Run(tc.name, func(b *testing.B) {
+			d, err := pipeline.NewDecider(&pipeline.DecideOptions{Rules: tc.rules})
+			if err != nil {
+				b.Fatal(err)
+			}
+			c := decideCall("read_file", readAnn, hints.Hints{}, `{"path":"a"}`)
+			b.ReportAllocs()
+			for b.Loop() {
+				if d.Decide(c).Verdict != pipeline.Allow {
+					b.Fatal("not allowed")
+				}
+			}
+		})
+	}
 }

@@ -80,11 +80,17 @@ type Vars struct {
 // Eval reports whether the call matches. An error (an argument the
 // expression reads is missing, the cost limit is reached) means neither.
 func (c *Condition) Eval(v Vars) (bool, error) {
-	args := v.Args
-	if args == nil {
-		args = map[string]any{}
+	act := &condActivation{v: v}
+	if c.readsArgs {
+		args := v.Args
+		if args == nil {
+			args = map[string]any{}
+		}
+		act.args = types.NewStringInterfaceMap(types.DefaultTypeAdapter, args)
+	} else {
+		act.args = emptyArgs
 	}
-	out, _, err := c.prg.Eval(&condActivation{v: v, args: types.NewStringInterfaceMap(types.DefaultTypeAdapter, args)})
+	out, _, err := c.prg.Eval(act)
 	if err != nil {
 		return false, err
 	}
@@ -94,6 +100,10 @@ func (c *Condition) Eval(v Vars) (bool, error) {
 	}
 	return b, nil
 }
+
+// emptyArgs stands for the arguments of an expression that does not read
+// them.
+var emptyArgs = types.NewStringInterfaceMap(types.DefaultTypeAdapter, map[string]any{})
 
 type condActivation struct {
 	v    Vars
@@ -105,13 +115,13 @@ func (a *condActivation) ResolveName(name string) (any, bool) {
 	case varArgs:
 		return a.args, true
 	case varTool:
-		return a.v.Tool, true
+		return types.String(a.v.Tool), true
 	case varServer:
-		return a.v.Server, true
+		return types.String(a.v.Server), true
 	case varPrincipal:
-		return a.v.Principal, true
+		return types.String(a.v.Principal), true
 	case varEffect:
-		return a.v.Effect, true
+		return types.String(a.v.Effect), true
 	}
 	return nil, false
 }
