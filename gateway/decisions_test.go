@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,11 +13,13 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/preflightmcp/preflight/examples/files/filetool"
 	"github.com/preflightmcp/preflight/examples/folders/foldertool"
 	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/pipeline"
+	"github.com/preflightmcp/preflight/gateway/state"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
 
@@ -473,4 +476,44 @@ func TestConfirmReferenceServer(t *testing.T) {
 			t.Fatalf("accepted: %s (file: %q)", text(t, res), content())
 		}
 	})
+}
+
+// TestConfirmStateUnavailable: when the shared state cannot be reached,
+// a call to confirm is neither asked nor run, and the client is told why;
+// a read still runs.
+func TestConfirmStateUnavailable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	st := state.NewRedis(client, nil)
+	t.Cleanup(func() {
+		st.Close()
+		client.Close()
+	})
+	root := filesDir(t)
+	s := filetool.NewServer(root, nil)
+	t.Cleanup(func() {
+		for ss := range s.Sessions() {
+			ss.Close()
+		}
+	})
+	_, url := startGateway(t, &gateway.Options{Decisions: &pipeline.DecideOptions{}, State: st,
+		Upstreams: []gateway.UpstreamSpec{{Name: "files", URL: serveEra(t, s, modern)}}})
+	p := wiretest.Stateless(url, elicitCaps)
+	r := p.Call(t, "tools/call", toolCall("manage_files", map[string]any{"action": "delete", "path": "notes.txt"}, nil, ""))
+	if r.Error == nil || r.Error.Code != -32603 || !strings.Contains(r.Error.Message, "the call needs confirmation, and the gateway cannot record it") ||
+		!strings.Contains(r.Error.Message, addr) {
+		t.Errorf("delete: %s", r.Raw)
+	}
+	if !exists(t, filepath.Join(root.Name(), "notes.txt")) {
+		t.Error("the call ran")
+	}
+	r = p.Call(t, "tools/call", toolCall("manage_files", map[string]any{"action": "read", "path": "notes.txt"}, nil, ""))
+	if r.Error != nil || r.Result["isError"] == true {
+		t.Errorf("read: %s", r.Raw)
+	}
 }
