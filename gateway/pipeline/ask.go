@@ -302,12 +302,19 @@ func (a *asker) retry(ctx context.Context, c *Call, next Handler) (mcp.Result, e
 }
 
 // resumed serves a retry with the forward stage's own state: a round of
-// the upstream's questions after the call was confirmed.
+// the upstream's questions after the call was confirmed. State sealed for
+// another audience still passes on unconfirmed, for the stage that sealed
+// it (each stage seals for its own audience).
 func (a *asker) resumed(ctx context.Context, c *Call, next Handler) (mcp.Result, error) {
 	if a.Resumer == nil {
 		return next.Serve(ctx, c) // the guard refuses it
 	}
 	conf, nonce, err := a.Resumer.Resumed(c)
+	if requeststate.ReasonOf(err) == requeststate.ReasonAudience {
+		// Neither the confirmation's state nor the forward stage's: a
+		// later stage's (approve seals its own), or refused by it.
+		return next.Serve(ctx, c)
+	}
 	if err != nil {
 		a.Logger.WarnContext(ctx, "requestState refused", "reason", requeststate.ReasonOf(err), "tool", clip(c.Name), "error", err)
 		return nil, requeststate.WireError(err)
