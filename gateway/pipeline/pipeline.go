@@ -2,18 +2,20 @@
 // named stages, each a func(next Handler) Handler as in net/http
 // middleware, compiled once when the gateway starts.
 //
-// The gateway's chain today is
+// The gateway's chain is, outermost first,
 //
-//	log -> route -> resolve -> forward
+//	log -> route -> resolve -> decide -> ask -> confirmed -> forward
 //
-// and the decisions of the next stages slot in between without touching
-// the others:
+// with decide, ask and confirmed only when decisions are on; the stages of
+// the other decisions (metrics, pin, approve, audit, redact, retry) slot in
+// between without touching the others:
 //
-//	log -> route -> resolve -> decide -> ask -> audit -> forward -> redact -> retry
+//	log -> metrics -> route -> pin -> resolve -> decide -> ask -> approve -> confirmed -> audit -> redact -> retry -> forward
 //
 // A [Call] enters with what the client sent; route fills in the upstream
 // and its name for the target, resolve the call's annotations and policy
-// hints ([Resolution]), and the final handler (package bridge) forwards it
+// hints ([Resolution]), decide the [Decision], ask (or approve) the
+// [Confirmation], and the final handler (package bridge) forwards it
 // in whichever protocol era each side speaks.
 package pipeline
 
