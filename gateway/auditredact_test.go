@@ -409,7 +409,7 @@ func TestAuditPostgresStopped(t *testing.T) {
 				defer mu.Unlock()
 				return len(got)
 			}
-			g, url, _ := gatewayFromConfig(t, fmt.Sprintf("servers:\n  files:\n    url: %s\naudit:\n  store: postgres\n  url: %q\n  onUnavailable: %s\n", up, pg.DSN(), policy))
+			g, url, _ := gatewayFromConfig(t, fmt.Sprintf("servers:\n  files:\n    url: %s\ndecisions:\n  rules:\n    - {name: deletes-run, tools: [manage_files], decision: allow, reason: this test deletes}\naudit:\n  store: postgres\n  url: %q\n  onUnavailable: %s\n", up, pg.DSN(), policy))
 			p := wiretest.Legacy(url, nil)
 			defer p.Close()
 			call := func(path, action string) *wiretest.Response {

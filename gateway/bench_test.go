@@ -18,6 +18,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/pin"
 	"github.com/preflightmcp/preflight/gateway/pin/sqlstore"
+	"github.com/preflightmcp/preflight/gateway/pipeline"
 	"github.com/preflightmcp/preflight/gateway/redact"
 	"github.com/preflightmcp/preflight/gateway/upstream"
 )
@@ -58,8 +59,34 @@ func BenchmarkGatewayCall(b *testing.B) {
 					benchPaths(b, era, clients, up, gw, [2]string{"direct", "gateway"}, noopCall)
 				})
 			}
+			// The same with decisions on: the decide, ask and confirmed
+			// stages, with rules of which two are evaluated on every
+			// call. The call is an allowed read, so nothing is asked.
+			_, gwd := startGateway(b, &gateway.Options{
+				Decisions: benchDecisions(),
+				Upstreams: []gateway.UpstreamSpec{{Name: "noop", URL: up, Era: era, CallTimeout: time.Minute}},
+			})
+			for _, clients := range []int{1, 8} {
+				b.Run(fmt.Sprintf("decisions/clients=%d", clients), func(b *testing.B) {
+					benchPaths(b, era, clients, up, gwd, [2]string{"direct", "gateway"}, noopCall)
+				})
+			}
 		})
 	}
+}
+
+// benchDecisions are decision rules of a realistic size: most apply to
+// other servers, two are evaluated on every call.
+func benchDecisions() *pipeline.DecideOptions {
+	d := &pipeline.DecideOptions{}
+	for i := range 18 {
+		d.Rules = append(d.Rules, pipeline.DecisionRule{Name: fmt.Sprintf("github-%d", i), Servers: []string{"github"},
+			Tools: []string{fmt.Sprintf("tool_%d*", i)}, When: `args.force == true`, Verdict: pipeline.Deny})
+	}
+	d.Rules = append(d.Rules,
+		pipeline.DecisionRule{Name: "blocked", When: `principal == "blocked"`, Verdict: pipeline.Deny},
+		pipeline.DecisionRule{Name: "deletes", When: `effect == "delete" && server != "scratch"`, Verdict: pipeline.Confirm, OutOfBand: true})
+	return d
 }
 
 // BenchmarkGatewayCallPinned measures what pinning adds to a tools/call:

@@ -22,6 +22,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/pin"
 	"github.com/preflightmcp/preflight/gateway/pin/sqlstore"
+	"github.com/preflightmcp/preflight/gateway/pipeline"
 	"github.com/preflightmcp/preflight/gateway/redact"
 	"github.com/preflightmcp/preflight/gateway/redisstore"
 	"github.com/preflightmcp/preflight/gateway/state"
@@ -52,6 +53,7 @@ import (
 // audit.path or [config.DefaultAuditPath], or PostgreSQL) into
 // [Options.Auditor] and [Options.AuditStore], which Gateway.Close
 // closes; the redaction section becomes [Options.Redactor].
+// Decisions are on ([DecisionsFromConfig]).
 func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 	if cfg == nil || len(cfg.Servers) == 0 {
 		return nil, errors.New("configuration: servers: at least one server is required")
@@ -121,6 +123,9 @@ func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 	}
 	opts.Resolver = r
 	if opts.Redactor, err = redactorFromConfig(cfg.Redaction); err != nil {
+		return nil, err
+	}
+	if opts.Decisions, err = DecisionsFromConfig(cfg); err != nil {
 		return nil, err
 	}
 	if len(disclosed) > 0 {
@@ -345,4 +350,30 @@ func OpenAudit(ctx context.Context, spec string, o *audit.Options) (*audit.Audit
 		return nil, nil, err
 	}
 	return auditor, store, nil
+}
+
+// DecisionsFromConfig maps the decisions section and the servers'
+// decisions modes onto the gateway's decision options, and compiles the
+// rules' expressions: a rule that does not compile is an error naming it.
+func DecisionsFromConfig(cfg *config.Config) (*pipeline.DecideOptions, error) {
+	d := &pipeline.DecideOptions{Mode: pipeline.Enforce}
+	if cfg.Decisions.Mode == config.DecisionsDryRun {
+		d.Mode = pipeline.DryRun
+	}
+	for _, name := range cfg.Names() {
+		if s := cfg.Servers[name]; s != nil && s.Decisions != "" && string(s.Decisions) != string(d.Mode) {
+			if d.Servers == nil {
+				d.Servers = map[string]pipeline.Mode{}
+			}
+			d.Servers[name] = pipeline.Mode(s.Decisions)
+		}
+	}
+	for _, r := range cfg.Decisions.Rules {
+		d.Rules = append(d.Rules, pipeline.DecisionRule{Name: r.Name, Servers: slices.Clone(r.Servers), Tools: slices.Clone(r.Tools),
+			When: r.When, Verdict: pipeline.Verdict(r.Decision), OutOfBand: r.Approval == config.ApprovalHuman, Reason: r.Reason})
+	}
+	if _, err := pipeline.NewDecider(d); err != nil {
+		return nil, fmt.Errorf("configuration: decisions: %w", err)
+	}
+	return d, nil
 }

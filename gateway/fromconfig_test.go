@@ -18,6 +18,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/pin"
 	"github.com/preflightmcp/preflight/gateway/pin/sqlstore"
+	"github.com/preflightmcp/preflight/gateway/pipeline"
 )
 
 func noEnv(string) (string, bool) { return "", false }
@@ -214,5 +215,67 @@ func TestOptionsFromConfigPins(t *testing.T) {
 	}
 	if _, err := gateway.OptionsFromConfig(cfg); err == nil || !strings.Contains(err.Error(), "configuration: pins") || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("an unreachable store: %v", err)
+	}
+}
+
+// TestDecisionsFromConfig maps the decisions section (mode, rules,
+// approval) and the servers' modes, and names a rule whose expression does
+// not compile.
+func TestDecisionsFromConfig(t *testing.T) {
+	parse := func(src string) *config.Config {
+		t.Helper()
+		cfg, err := config.Parse("gateway.yaml", []byte(src), noEnv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	cfg := parse(`
+servers:
+  files: {command: preflight-files, decisions: dry-run}
+  github: {command: github-mcp}
+decisions:
+  rules:
+    - name: no-force-push
+      servers: [github]
+      tools: [push*]
+      when: args.force == true
+      decision: deny
+      reason: force pushes are not allowed
+    - name: merges
+      tools: [merge_pull_request]
+      when: principal != "release-bot"
+      decision: confirm
+      approval: human
+`)
+	opts, err := gateway.OptionsFromConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &pipeline.DecideOptions{
+		Mode:    pipeline.Enforce,
+		Servers: map[string]pipeline.Mode{"files": pipeline.DryRun},
+		Rules: []pipeline.DecisionRule{
+			{Name: "no-force-push", Servers: []string{"github"}, Tools: []string{"push*"}, When: "args.force == true", Verdict: pipeline.Deny, Reason: "force pushes are not allowed"},
+			{Name: "merges", Tools: []string{"merge_pull_request"}, When: `principal != "release-bot"`, Verdict: pipeline.Confirm, OutOfBand: true},
+		},
+	}
+	if !reflect.DeepEqual(opts.Decisions, want) {
+		t.Errorf("decisions = %+v\nwant %+v", opts.Decisions, want)
+	}
+
+	_, err = gateway.OptionsFromConfig(parse(`
+servers:
+  files: {command: preflight-files}
+decisions:
+  mode: dry-run
+  rules:
+    - {name: typo, when: "args.path.startsWith(", decision: deny}
+    - {name: not-bool, when: "tool", decision: allow}
+`))
+	for _, want := range []string{`configuration: decisions: rules[0] ("typo"): when: expression does not compile`, `rules[1] ("not-bool"): when: expression is of type string, not bool`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want %q", err, want)
+		}
 	}
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/pin"
 	"github.com/preflightmcp/preflight/gateway/pipeline"
 	"github.com/preflightmcp/preflight/gateway/redact"
+	"github.com/preflightmcp/preflight/gateway/state"
 	"github.com/preflightmcp/preflight/gateway/upstream"
 	"github.com/preflightmcp/preflight/requeststate"
 	"github.com/preflightmcp/preflight/resolve"
@@ -127,6 +128,21 @@ type Options struct {
 	// results pass as the upstream sent them.
 	Redactor *redact.Redactor
 
+	// Decisions turns on a decision per tools/call (allow, confirm or
+	// deny, from the call's effective hints and the deployer's decision
+	// rules) and in-band confirmation: the decide, ask and confirmed
+	// stages of package pipeline. Nil means off: every call is forwarded.
+	Decisions *pipeline.DecideOptions
+	// ConfirmTTL is how long a 2026-07-28 client has to answer a
+	// confirmation, and ConfirmWait how long a legacy client's answer is
+	// awaited within its call. Zero means pipeline.DefaultConfirmTTL and
+	// pipeline.DefaultConfirmWait.
+	ConfirmTTL, ConfirmWait time.Duration
+	// State holds the short-lived state replicas share: the single-use
+	// nonces of confirmations. Nil means state.NewMemory (one process),
+	// which Close closes; a State given here is the caller's to close.
+	State *state.Store
+
 	// closers are closed by Close (stores OptionsFromConfig opened).
 	closers []func() error
 }
@@ -217,6 +233,7 @@ type Gateway struct {
 	anonymous *auth.Authenticator
 	ui        http.Handler
 	pageURL   atomic.Pointer[string]
+	ownState  *state.Store // made by New when Options.State is nil
 
 	// Progressive disclosure; disclosure is nil when it is off.
 	disclosure                         *disclose.Server
@@ -288,7 +305,12 @@ func New(opts *Options) (*Gateway, error) {
 	}
 	g.state.Store(&snapshot{view: catalog.Build(nil, g.multi)})
 	g.server = g.newServer(info)
-	g.forward = bridge.New(&bridge.Options{Ring: o.Ring, Audience: o.Name, Parking: o.Parking, MaxRounds: o.MaxRounds, Logger: logger})
+	st := o.State
+	if st == nil {
+		g.ownState = state.NewMemory(nil)
+		st = g.ownState
+	}
+	g.forward = bridge.New(&bridge.Options{Ring: o.Ring, Audience: o.Name, Parking: o.Parking, MaxRounds: o.MaxRounds, Logger: logger, Nonces: st.Nonces})
 	auditOpts := &pipeline.AuditOptions{SensitiveArgs: o.AuditSensitiveArgs, Logger: logger}
 	stages := []pipeline.Stage{
 		pipeline.Log(logger),
@@ -301,9 +323,22 @@ func New(opts *Options) (*Gateway, error) {
 		stages = append(stages, pipeline.Pin(g.pinner))
 	}
 	stages = append(stages, pipeline.Resolve(g.resolver, logger))
+	if o.Decisions != nil {
+		d, err := pipeline.NewDecider(o.Decisions)
+		if err != nil {
+			g.closeState()
+			return nil, fmt.Errorf("gateway: decisions: %w", err)
+		}
+		stages = append(stages, pipeline.Decide(d))
+		stages = append(stages, pipeline.Ask(pipeline.AskOptions{Ring: o.Ring, Audience: o.Name, Nonces: st.Nonces,
+			TTL: o.ConfirmTTL, Wait: o.ConfirmWait, Resumer: g.forward, Logger: logger}))
+	}
 	if o.Approvals != nil {
 		stages = append(stages, pipeline.Approve(pipeline.ApproveOptions{Approvals: o.Approvals, PageURL: g.PageURL,
 			Ring: o.Ring, Audience: o.Name, Logger: logger}))
+	}
+	if o.Decisions != nil {
+		stages = append(stages, pipeline.Confirmed())
 	}
 	if o.Auditor != nil {
 		stages = append(stages, pipeline.Audit(o.Auditor, auditOpts))
@@ -316,12 +351,21 @@ func New(opts *Options) (*Gateway, error) {
 	g.chain = pipeline.Chain(g.forward, stages...)
 	var err error
 	if g.anonymous, err = auth.New(config.Auth{}, &auth.Options{Logger: logger}); err != nil {
+		g.closeState()
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	if g.ui, err = g.newPage(); err != nil {
+		g.closeState()
 		return nil, err
 	}
 	return g, nil
+}
+
+// closeState closes the state store New made.
+func (g *Gateway) closeState() {
+	if g.ownState != nil {
+		g.ownState.Close()
+	}
 }
 
 // defaultVersion is the version of the module the gateway was built from,
@@ -386,6 +430,7 @@ func (g *Gateway) Close() error {
 	cancel := g.cancel
 	g.mu.Unlock()
 	g.forward.Close()
+	g.closeState()
 	if cancel != nil {
 		cancel()
 	}

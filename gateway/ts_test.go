@@ -7,8 +7,10 @@ import (
 	"testing"
 
 	"github.com/preflightmcp/preflight"
+	"github.com/preflightmcp/preflight/examples/files/filetool"
 	"github.com/preflightmcp/preflight/examples/folders/foldertool"
 	"github.com/preflightmcp/preflight/gateway"
+	"github.com/preflightmcp/preflight/gateway/pipeline"
 	"github.com/preflightmcp/preflight/interop"
 )
 
@@ -68,6 +70,54 @@ func TestTypeScriptClient(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, folder)); !os.IsNotExist(err) {
 				t.Errorf("%s: %s still exists", name, folder)
 			}
+		}
+	}
+}
+
+// TestTypeScriptClientConfirms has the TypeScript SDK v2 client answer the
+// gateway's confirmation of a delete in both eras (input_required for the
+// 2026-07-28 client, a request within the call for the legacy one): a
+// decline leaves the file, an accept deletes it.
+func TestTypeScriptClientConfirms(t *testing.T) {
+	root := filesDir(t)
+	s := filetool.NewServer(root, nil)
+	t.Cleanup(func() {
+		for ss := range s.Sessions() {
+			ss.Close()
+		}
+	})
+	_, url := startGateway(t, &gateway.Options{Decisions: &pipeline.DecideOptions{},
+		Upstreams: []gateway.UpstreamSpec{{Name: "files", URL: serveEra(t, s, modern)}}})
+	for _, era := range []string{interop.EraModern, interop.EraLegacy} {
+		name := era + ".txt"
+		path := filepath.Join(root.Name(), name)
+		if err := os.WriteFile(path, []byte(era), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		del := map[string]any{"action": "delete", "path": name}
+		rep := interop.RunTS(t, interop.Plan{
+			Transport: interop.Transport{HTTP: url},
+			Era:       era,
+			Elicit:    []map[string]any{interop.Decline(), interop.Accept(map[string]any{"confirm": true})},
+			Steps:     []interop.Step{interop.Call("manage_files", del), interop.Call("manage_files", del)},
+		})
+		for i, r := range rep.Results {
+			if !r.OK {
+				t.Fatalf("%s client: step %d (%s) failed: %v", era, i, r.Op, r.Error)
+			}
+		}
+		if res := string(rep.Results[0].Result); !strings.Contains(res, `"isError":true`) || !strings.Contains(res, "the confirmation was declined") {
+			t.Errorf("%s client: declined call: %s", era, res)
+		}
+		if res := string(rep.Results[1].Result); strings.Contains(res, `"isError":true`) {
+			t.Errorf("%s client: accepted call: %s", era, res)
+		}
+		if len(rep.Asked) != 2 || rep.Asked[0].Method != "elicitation/create" || !strings.Contains(rep.Asked[0].Message(), "Tool: manage_files") ||
+			!strings.Contains(rep.Asked[0].Message(), "path: "+name) {
+			t.Errorf("%s client: questions: %+v", era, rep.Asked)
+		}
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Errorf("%s client: %s still exists (%v)", era, name, err)
 		}
 	}
 }

@@ -41,6 +41,7 @@ import (
 
 	"github.com/preflightmcp/preflight/gateway/internal/rawjson"
 	"github.com/preflightmcp/preflight/gateway/pipeline"
+	"github.com/preflightmcp/preflight/gateway/state"
 	"github.com/preflightmcp/preflight/gateway/upstream"
 	"github.com/preflightmcp/preflight/requeststate"
 )
@@ -77,6 +78,11 @@ type Options struct {
 	MaxRounds int
 	// Logger receives refused state and failed questions. Nil discards.
 	Logger *slog.Logger
+	// Nonces make each round of a confirmed call's questions answerable
+	// once: the state sealed for such a round records the confirmation
+	// and a nonce, which [Forward.Resumed] returns for the ask stage to
+	// use. Nil means an in-process store.
+	Nonces state.Nonces
 }
 
 // Forward is the final handler of the call path.
@@ -86,6 +92,8 @@ type Forward struct {
 	parking   Parking
 	maxRounds int
 	logger    *slog.Logger
+	nonces    state.Nonces
+	own       *state.Store // made when Options.Nonces is nil
 }
 
 // New returns the forwarding handler.
@@ -94,7 +102,11 @@ func New(opts *Options) *Forward {
 	if opts != nil {
 		o = *opts
 	}
-	f := &Forward{ring: o.Ring, audience: o.Audience, parking: o.Parking, maxRounds: o.MaxRounds, logger: o.Logger}
+	f := &Forward{ring: o.Ring, audience: o.Audience, parking: o.Parking, maxRounds: o.MaxRounds, logger: o.Logger, nonces: o.Nonces}
+	if f.nonces == nil {
+		f.own = state.NewMemory(nil)
+		f.nonces = f.own.Nonces
+	}
 	if f.audience == "" {
 		f.audience = "preflight-gateway"
 	}
@@ -111,7 +123,12 @@ func New(opts *Options) *Forward {
 }
 
 // Close ends the calls still parked.
-func (f *Forward) Close() { f.parking.Close() }
+func (f *Forward) Close() {
+	f.parking.Close()
+	if f.own != nil {
+		f.own.Close()
+	}
+}
 
 // Serve implements pipeline.Handler.
 func (f *Forward) Serve(ctx context.Context, c *pipeline.Call) (mcp.Result, error) {
@@ -131,6 +148,10 @@ type statePayload struct {
 	Upstream string `json:"u"`
 	State    string `json:"s,omitempty"` // the upstream's own requestState
 	Parked   string `json:"p,omitempty"` // id of a parked legacy call
+	// Confirmed records that the call was confirmed before it was
+	// forwarded, and Nonce makes this round answerable once.
+	Confirmed *pipeline.Confirmation `json:"c,omitempty"`
+	Nonce     string                 `json:"n,omitempty"`
 }
 
 func (f *Forward) binding(c *pipeline.Call) (requeststate.Binding, error) {
@@ -168,13 +189,34 @@ func (f *Forward) open(c *pipeline.Call) (*statePayload, error) {
 	return &p, nil
 }
 
-func (f *Forward) seal(c *pipeline.Call, p statePayload) (string, error) {
+func (f *Forward) seal(ctx context.Context, c *pipeline.Call, p statePayload) (string, error) {
 	b, err := f.binding(c)
 	if err != nil {
 		return "", err
 	}
+	if c.Confirmation != nil {
+		if p.Nonce, err = f.nonces.Issue(ctx); err != nil {
+			return "", err
+		}
+		p.Confirmed = c.Confirmation
+	}
 	raw, _ := json.Marshal(p)
 	return f.ring.Seal(b, raw)
+}
+
+// Resumed implements pipeline.Resumer: it opens the requestState of a
+// 2026-07-28 client's retry as the forward stage's own, for this call, and
+// returns the confirmation it recorded and its nonce (nil and "" for a
+// call sealed unconfirmed).
+func (f *Forward) Resumed(c *pipeline.Call) (*pipeline.Confirmation, string, error) {
+	if c.Upstream == nil {
+		return nil, "", &requeststate.Error{Reason: requeststate.ReasonMalformed, Detail: "no upstream"}
+	}
+	p, err := f.open(c)
+	if err != nil {
+		return nil, "", err
+	}
+	return p.Confirmed, p.Nonce, nil
 }
 
 // modern serves a 2026-07-28 client.
@@ -239,7 +281,7 @@ func (f *Forward) modern(ctx context.Context, c *pipeline.Call) (mcp.Result, err
 		}
 		if ex.Stateless() {
 			ex.Close()
-			token, err := f.seal(c, statePayload{Upstream: c.Upstream.Name(), State: step.State})
+			token, err := f.seal(ctx, c, statePayload{Upstream: c.Upstream.Name(), State: step.State})
 			if err != nil {
 				return nil, internalError("sealing requestState: %v", err)
 			}
@@ -263,7 +305,7 @@ func (f *Forward) modern(ctx context.Context, c *pipeline.Call) (mcp.Result, err
 			ex.Close()
 			return nil, internalError("%v", err)
 		}
-		token, err := f.seal(c, statePayload{Upstream: c.Upstream.Name(), Parked: id})
+		token, err := f.seal(ctx, c, statePayload{Upstream: c.Upstream.Name(), Parked: id})
 		if err != nil {
 			if p, ok := f.parking.Take(id); ok {
 				p.Exchange.Close()

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,6 +23,10 @@ import (
 // maxEvent bounds one message of a passed-through response, as the SDK
 // bounds an event.
 const maxEvent = mcp.DefaultMaxEventSize
+
+// sealTimeout bounds issuing the nonce of a confirmed call's round while
+// a streamed answer is rewritten.
+const sealTimeout = 5 * time.Second
 
 // forwardedHeaders are the client's request headers a passed-through call
 // carries to the upstream: the standard MCP headers and content
@@ -242,7 +247,9 @@ func (f *Forward) adapt(c *pipeline.Call, msg []byte) []byte {
 			qs = append(qs, &upstream.Question{Key: m.Key, Raw: m.Value})
 		}
 	}
-	token, err := f.seal(c, statePayload{Upstream: c.Upstream.Name(), State: state})
+	sctx, cancel := context.WithTimeout(context.Background(), sealTimeout)
+	defer cancel()
+	token, err := f.seal(sctx, c, statePayload{Upstream: c.Upstream.Name(), State: state})
 	if err != nil {
 		return f.errorMessage(msg, internalError("sealing requestState: %v", err))
 	}

@@ -66,6 +66,8 @@ type Config struct {
 	// Redaction is the redaction of results by sensitivity; on by
 	// default.
 	Redaction Redaction `json:"redaction"`
+	// Decisions are the gateway's decisions on tool calls.
+	Decisions Decisions `json:"decisions"`
 }
 
 // Listen says where the gateway serves MCP. Its zero value leaves both to
@@ -136,6 +138,9 @@ type Server struct {
 	// Disclose turns progressive disclosure on for this server's tools.
 	// It defaults to Disclosure.Enabled.
 	Disclose bool `json:"disclose"`
+	// Decisions is this server's decision mode, enforce or dry-run. It
+	// defaults to decisions.mode.
+	Decisions DecisionMode `json:"decisions"`
 	// Overrides are the deployer's annotations and hints for tools, by
 	// the upstream's tool name; they win over the server's.
 	Overrides map[string]Override `json:"overrides,omitempty"`

@@ -93,6 +93,12 @@ func allowed(t reflect.Type) []string {
 		vals = []string{string(PinStrict), string(PinWarn), string(PinOff)}
 	case clientTransportType:
 		vals = []string{string(TransportStdio), string(TransportHTTP), string(TransportSSE), "streamable-http", "streamableHttp"}
+	case reflect.TypeFor[DecisionMode]():
+		vals = []string{string(DecisionsEnforce), string(DecisionsDryRun)}
+	case reflect.TypeFor[Verdict]():
+		vals = []string{string(VerdictAllow), string(VerdictConfirm), string(VerdictDeny)}
+	case reflect.TypeFor[Approval]():
+		vals = []string{string(ApprovalInBand), string(ApprovalHuman)}
 	case reflect.TypeFor[Store]():
 		vals = []string{string(StoreMemory), string(StoreRedis)}
 	case reflect.TypeFor[ApprovalStore]():

@@ -25,8 +25,8 @@ var badFiles = []struct {
 	want   string
 	schema schemaVerdict
 }{
-	{"unknown_key.yaml", `3:5: servers.github.tpye: unknown key, did you mean type? (allowed: args, bearerTokenEnv, command, connect, cwd, disclose, env, envFile, exclude, headers, include, overrides, pin, prefix, rules, separator, timeouts, trust, type, url)`, schemaRejects},
-	{"top_unknown.yaml", `4:1: audits: unknown key, did you mean audit? (allowed: $schema, approvals, audit, auth, disclosure, listen, pins, redaction, redis, requestState, servers)`, schemaRejects},
+	{"unknown_key.yaml", `3:5: servers.github.tpye: unknown key, did you mean type? (allowed: args, bearerTokenEnv, command, connect, cwd, decisions, disclose, env, envFile, exclude, headers, include, overrides, pin, prefix, rules, separator, timeouts, trust, type, url)`, schemaRejects},
+	{"top_unknown.yaml", `4:1: audits: unknown key, did you mean audit? (allowed: $schema, approvals, audit, auth, decisions, disclosure, listen, pins, redaction, redis, requestState, servers)`, schemaRejects},
 	{"bad_type.yaml", `3:11: servers.github.type: "htp" is not allowed (allowed: stdio, http, sse)`, schemaRejects},
 	{"stdio_with_url.yaml", `5:10: servers.files.url: not allowed for a stdio server (it is for http and sse servers)`, schemaRejects},
 	{"remote_stdio_fields.yaml", `4:10: servers.api.url: not an http:// or https:// URL with a host
@@ -62,6 +62,17 @@ var badFiles = []struct {
 13:9: servers.github.rules[3]: sets no annotation or hint
 16:19: servers.github.overrides.issue_read: sets no annotation or hint
 18:25: servers.github.overrides.delete_file.hints.effect: "remove" is not allowed (allowed: read, write, external, delete)`, schemaRejects},
+	{"decisions.yaml", `2:48: servers.files.decisions: "sometimes" is not allowed (allowed: enforce, dry-run)
+4:9: decisions.mode: "audit" is not allowed (allowed: enforce, dry-run)
+6:13: decisions.rules[0].name: required: a rule's name identifies it in decisions, logs and the audit
+10:17: decisions.rules[1].approval: only a rule whose decision is confirm says who approves; this one's is deny
+11:13: decisions.rules[2].name: "keep" is also the name of decisions.rules[1]
+13:24: decisions.rules[2].servers[1]: "github" is not a server of this configuration (servers: files)
+14:15: decisions.rules[2].tools[0]: "[a-" is not a glob pattern (* any characters, ? one, [a-z] one of a class)
+16:17: decisions.rules[3].decision: "maybe" is not allowed (allowed: allow, confirm, deny)
+17:17: decisions.rules[3].approval: "someone" is not allowed (allowed: inband, human)
+18:7: decisions.rules[4].decision: required: allow, confirm or deny
+19:15: decisions.rules[4].reason: a reason has up to 512 characters, none of them control characters`, schemaRejects},
 	{"listen_public.yaml", `2:9: listen.http: "0.0.0.0:8080" is not a loopback address, and auth is not set: without authentication the gateway serves only 127.0.0.1, [::1] or localhost; add auth.tokens or auth.oauth`, schemaAccepts},
 	{"auth_empty.yaml", `4:7: auth: sets neither tokens nor oauth: leave auth out to serve without authentication (on a loopback address only)`, schemaRejects},
 	{"auth_tokens.yaml", `7:15: auth.tokens[0].sha256: not a hash: write sha256: and the token's SHA-256 in hex, as preflight token prints it (the token itself never goes in the config)

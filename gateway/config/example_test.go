@@ -78,6 +78,7 @@ func ExampleMarshal() {
 	//     trust: trusted
 	//     pin: warn
 	//     disclose: false
+	//     decisions: enforce
 	// disclosure:
 	//   enabled: false
 	//   store: memory
@@ -96,6 +97,8 @@ func ExampleMarshal() {
 	//   level: confidential
 	//   withhold: restricted
 	//   sensitive: confidential
+	// decisions:
+	//   mode: enforce
 }
 
 // How a command serves from a config file and follows it: the first

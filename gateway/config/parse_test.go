@@ -128,14 +128,16 @@ func TestDefaults(t *testing.T) {
 				Call:     Duration(5 * time.Minute),
 				Shutdown: Duration(5 * time.Second),
 			},
-			Trust: Trusted,
-			Pin:   PinWarn,
+			Trust:     Trusted,
+			Pin:       PinWarn,
+			Decisions: DecisionsEnforce,
 		}},
 		Disclosure: Disclosure{Store: StoreMemory, TTL: Duration(24 * time.Hour)},
 		Pins:       Pins{Store: PinStoreSQLite},
 		Audit: Audit{Store: AuditSQLite, OnUnavailable: AuditProceed,
 			Levels: AuditLevels{Read: AuditLevelSummary, Write: AuditLevelFull, External: AuditLevelFull, Delete: AuditLevelFull}},
 		Redaction: Redaction{Level: "confidential", Withhold: "restricted", Sensitive: "confidential"},
+		Decisions: Decisions{Mode: DecisionsEnforce},
 	}
 	if !reflect.DeepEqual(c, want) {
 		got, _ := Marshal(c)

@@ -52,6 +52,12 @@ func (p *parser) validate(c *Config) {
 	p.pins(&c.Pins)
 	p.audit(&c.Audit)
 	p.redaction(&c.Redaction)
+	p.decisions(c)
+	for _, name := range sortedKeys(c.Servers) {
+		if s := c.Servers[name]; s != nil && s.Decisions == "" {
+			s.Decisions = c.Decisions.Mode
+		}
+	}
 	switch {
 	case c.Listen.HTTP == "":
 	case !validAddr(c.Listen.HTTP):

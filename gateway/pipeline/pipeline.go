@@ -2,19 +2,17 @@
 // named stages, each a func(next Handler) Handler as in net/http
 // middleware, compiled once when the gateway starts.
 //
-// The gateway's chain is
+// The gateway's chain is, outermost first,
 //
-//	log -> route -> audit.refused -> pin -> resolve -> approve -> audit -> redact -> forward
+//	log -> route -> audit.refused -> pin -> resolve -> decide -> ask
+//	    -> approve -> confirmed -> audit -> redact -> forward
 //
-// (each stage after route only when its feature is on), and the decisions
-// still to come slot in between without touching the others:
-//
-//	log -> metrics -> route -> audit.refused -> pin -> resolve -> decide -> ask
-//	    -> approve -> confirmed -> audit -> redact -> retry -> forward
+// each stage after route only when its feature is on.
 //
 // A [Call] enters with what the client sent; route fills in the upstream
 // and its name for the target, resolve the call's annotations and policy
-// hints ([Resolution]), and the final handler (package bridge) forwards it
+// hints ([Resolution]), decide the [Decision], ask (or approve) the
+// [Confirmation], and the final handler (package bridge) forwards it
 // in whichever protocol era each side speaks.
 package pipeline
 
@@ -60,12 +58,10 @@ type Call struct {
 	// Set by resolve (tools/call only): what the call will do.
 	Resolution *Resolution
 
-	// decide: whether the call may run, must be confirmed, or is denied.
-	Decision *Decision
-
-	// ask, approve: who confirmed the call, when someone did; nil
-	// otherwise. A call declined, cancelled or timed out never reaches
-	// forward.
+	// decide, ask, confirmed: the gateway's decision on a tools/call
+	// (nil when decisions are off or for other methods), and who
+	// confirmed it (set by ask or approve; nil when nobody did).
+	Decision     *Decision
 	Confirmation *Confirmation
 
 	// Wire, when set, is the client's HTTP request as it came: the call
@@ -90,39 +86,6 @@ type Call struct {
 	// audit: set once the call has an audit record, so that it gets
 	// exactly one (see [Audit]).
 	audited bool
-}
-
-// Verdict is what the gateway decided for a call.
-type Verdict string
-
-// Verdicts.
-const (
-	Allow   Verdict = "allow"
-	Confirm Verdict = "confirm"
-	Deny    Verdict = "deny"
-)
-
-// Decision is the decision for one call and why.
-type Decision struct {
-	Verdict Verdict
-	// Reason says why in words; Rule names the rule that decided, if any.
-	Reason string
-	Rule   string
-	// DryRun: the decision is recorded, not enforced.
-	DryRun bool
-	// OutOfBand: a rule demands a human the agent cannot impersonate
-	// (never confirmed in-band).
-	OutOfBand bool
-}
-
-// Confirmation says who confirmed a call.
-type Confirmation struct {
-	// By is "client" (in-band) or "page" (out of band).
-	By string
-	// Approver is the principal who approved.
-	Approver string
-	// RequestID identifies the approval request.
-	RequestID string
 }
 
 // Redaction is what the redact stage did to a result, without any of

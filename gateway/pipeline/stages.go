@@ -111,7 +111,7 @@ func Log(logger *slog.Logger) Stage {
 			res, err := next.Serve(ctx, c)
 			outcome := c.Outcome
 			level := slog.LevelInfo
-			attrs := make([]slog.Attr, 0, 10)
+			attrs := make([]slog.Attr, 0, 12)
 			attrs = append(attrs, slog.String("method", c.Method))
 			if c.Upstream != nil {
 				attrs = append(attrs, slog.String("server", c.Upstream.Name()))
@@ -142,6 +142,7 @@ func Log(logger *slog.Logger) Stage {
 				attrs = append(attrs, slog.Group("resolution", "source", r.Source,
 					"readOnly", r.Annotations.ReadOnlyHint, "destructive", r.Annotations.DestructiveHint))
 			}
+			attrs = logDecision(attrs, c)
 			logger.LogAttrs(ctx, level, "call", attrs...)
 			return res, err
 		})

@@ -57,7 +57,7 @@ func TestPinsServeApprove(t *testing.T) {
 
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "gateway.yaml")
-	writeFile(t, cfg, "servers:\n  files:\n    url: http://"+ln.Addr().String()+endpoint.Path+"\n    trust: untrusted\npins:\n  path: state/pins.db\n")
+	writeFile(t, cfg, "servers:\n  files:\n    url: http://"+ln.Addr().String()+endpoint.Path+"\n    trust: untrusted\npins:\n  path: state/pins.db\ndecisions:\n  rules:\n    - {name: run-deletes, decision: allow, reason: this test deletes}\n")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -25,6 +25,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/page"
 	"github.com/preflightmcp/preflight/gateway/pin"
 	"github.com/preflightmcp/preflight/gateway/pin/sqlstore"
+	"github.com/preflightmcp/preflight/gateway/pipeline"
 	"github.com/preflightmcp/preflight/gateway/redact"
 	"github.com/preflightmcp/preflight/gateway/upstream"
 )
@@ -46,6 +47,7 @@ type serveCmd struct {
 	config   string
 	data     string
 	logLevel string
+	dryRun   bool
 
 	load configLoader // nil: loadConfigFile
 
@@ -55,7 +57,7 @@ type serveCmd struct {
 }
 
 func (c *serveCmd) synopsis() string {
-	return `usage: preflight serve [-http ADDR | -stdio] [-config FILE] [-data DIR] [-log-level LEVEL]
+	return `usage: preflight serve [-http ADDR | -stdio] [-config FILE] [-data DIR] [-dry-run] [-log-level LEVEL]
 
 Runs the preflight gateway: one MCP endpoint in front of the upstream MCP
 servers of FILE (any language, any transport: stdio commands, streamable
@@ -82,6 +84,14 @@ pins): in the file of the configuration's pins section (default pins.db in
 the user's state directory), or pins.db in the built-in setup's data
 directory. A later change is held back as each server's pin setting says.
 
+Each tool call gets a decision: reads and writes are allowed, deletes,
+destructive calls and calls that require confirmation are confirmed (the
+client is asked when it declared elicitation), and the configuration's
+decisions rules may allow, confirm or deny others. With -dry-run the
+decisions are recorded in the log (decision.verdict, decision.reason,
+decision.dryRun) but not enforced: nothing is asked or refused, which shows
+what would be before it is switched on.
+
 Logs are JSON on standard error, one record per call. Interrupt (Ctrl-C) or
 SIGTERM stops it after the calls in flight finish.
 
@@ -98,6 +108,7 @@ func (c *serveCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.config, "config", "", "configuration `FILE` (preflight YAML, or the mcpServers JSON of Claude Desktop, Claude Code or Cursor, or VS Code's servers); empty serves the built-in setup")
 	fs.StringVar(&c.data, "data", "", "data `DIR` of the built-in setup (default: preflight/serve under the user's cache directory)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "least severe log `LEVEL`: debug, info, warn or error")
+	fs.BoolVar(&c.dryRun, "dry-run", false, "record each call's decision (allow, confirm, deny) in the log without enforcing it: nothing is asked or refused")
 }
 
 func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
@@ -144,6 +155,13 @@ func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
 		pins = "sqlite:" + filepath.Join(dir, pinsFile)
 	}
 	opts.Logger = logger
+	if opts.Decisions == nil {
+		opts.Decisions = &pipeline.DecideOptions{}
+	}
+	if c.dryRun {
+		opts.Decisions.Mode, opts.Decisions.Servers = pipeline.DryRun, nil
+		logger.Info("decisions are recorded, not enforced (-dry-run)")
+	}
 	if opts.Version == "" {
 		opts.Version = "devel"
 	}

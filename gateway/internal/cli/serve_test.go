@@ -250,3 +250,89 @@ func signInWith(t *testing.T, base, link, token string) {
 		t.Error("the login link signed in twice")
 	}
 }
+
+// startServe runs "preflight serve" with args on a fresh data directory
+// and returns its MCP URL, its data directory, its log, and a function
+// that stops it and returns its exit code.
+func startServe(t *testing.T, args ...string) (url, data string, stderr *lockedBuffer, stop func() int) {
+	t.Helper()
+	data = filepath.Join(t.TempDir(), "data")
+	ctx, cancel := context.WithCancel(context.Background())
+	outR, outW := io.Pipe()
+	stderr = &lockedBuffer{}
+	exited := make(chan int, 1)
+	go func() {
+		exited <- Main(ctx, append([]string{"serve", "-http", "127.0.0.1:0", "-data", data}, args...), strings.NewReader(""), outW, stderr)
+		outW.Close()
+	}()
+	sc := bufio.NewScanner(outR)
+	var printed strings.Builder
+	for sc.Scan() {
+		printed.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), "Stop with") {
+			break
+		}
+	}
+	go io.Copy(io.Discard, outR)
+	m := regexp.MustCompile(`serving MCP at (http://127\.0\.0\.1:\d+/mcp)`).FindStringSubmatch(printed.String())
+	if m == nil {
+		cancel()
+		<-exited
+		t.Fatalf("no URL printed:\n%s\nstderr:\n%s", printed.String(), stderr.String())
+	}
+	var once sync.Once
+	code := 0
+	stop = func() int {
+		once.Do(func() { cancel(); code = <-exited })
+		return code
+	}
+	t.Cleanup(func() { stop() })
+	return m[1], data, stderr, stop
+}
+
+// TestServeDecisions checks that serve decides every call: a delete by a
+// client that cannot be asked is refused with the reason and the file
+// stays; with -dry-run the same delete runs and the log records the
+// decision that was not enforced.
+func TestServeDecisions(t *testing.T) {
+	del := map[string]any{"name": "files__manage_files", "arguments": map[string]any{"path": "notes.txt", "action": "delete"}}
+	t.Run("enforce", func(t *testing.T) {
+		url, data, _, _ := startServe(t)
+		r := wiretest.Stateless(url, nil).Call(t, "tools/call", del)
+		if r.Error != nil || r.Result["isError"] != true || !strings.Contains(string(r.Raw), "needs a person's approval") {
+			t.Errorf("delete: %s", r.Raw)
+		}
+		if _, err := os.Stat(filepath.Join(data, "files", "notes.txt")); err != nil {
+			t.Errorf("the refused delete ran: %v", err)
+		}
+	})
+	t.Run("dry-run", func(t *testing.T) {
+		url, data, stderr, stop := startServe(t, "-dry-run")
+		r := wiretest.Stateless(url, nil).Call(t, "tools/call", del)
+		if r.Error != nil || r.Result["isError"] == true {
+			t.Errorf("delete: %s", r.Raw)
+		}
+		if _, err := os.Stat(filepath.Join(data, "files", "notes.txt")); !os.IsNotExist(err) {
+			t.Errorf("the dry-run delete did not run: %v", err)
+		}
+		if code := stop(); code != exitOK {
+			t.Errorf("exit %d", code)
+		}
+		var found bool
+		for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+			var rec struct {
+				Msg      string
+				Decision struct {
+					Verdict, Reason string
+					DryRun          bool
+				}
+			}
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "call" {
+				found = rec.Decision.Verdict == "confirm" && rec.Decision.DryRun && strings.Contains(rec.Decision.Reason, "requires confirmation")
+			}
+		}
+		if !found {
+			t.Errorf("no call record with the decision not enforced:\n%s", stderr.String())
+		}
+	})
+}

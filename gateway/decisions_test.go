@@ -1,0 +1,519 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/preflightmcp/preflight/examples/files/filetool"
+	"github.com/preflightmcp/preflight/examples/folders/foldertool"
+	"github.com/preflightmcp/preflight/gateway"
+	"github.com/preflightmcp/preflight/gateway/pipeline"
+	"github.com/preflightmcp/preflight/gateway/state"
+	"github.com/preflightmcp/preflight/internal/wiretest"
+)
+
+// elicitCaps are a 2026-07-28 client's capabilities with form elicitation.
+var elicitCaps = map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}
+
+// filesGateway starts a gateway with decisions on in front of the
+// manage_files example (a 2026-07-28 upstream over HTTP, so a
+// 2026-07-28 client's first call takes the passthrough path) and returns
+// the directory it manages and the gateway's URL.
+func filesGateway(t *testing.T, d *pipeline.DecideOptions, logger *slog.Logger) (string, string) {
+	t.Helper()
+	root := filesDir(t)
+	s := filetool.NewServer(root, nil)
+	t.Cleanup(func() {
+		for ss := range s.Sessions() {
+			ss.Close()
+		}
+	})
+	_, url := startGateway(t, &gateway.Options{Logger: logger, Decisions: d,
+		Upstreams: []gateway.UpstreamSpec{{Name: "files", URL: serveEra(t, s, modern)}}})
+	return root.Name(), url
+}
+
+func toolCall(name string, args map[string]any, answer map[string]any, state string) map[string]any {
+	p := map[string]any{"name": name, "arguments": args}
+	if answer != nil {
+		p["inputResponses"] = map[string]any{pipeline.ConfirmKey: answer}
+	}
+	if state != "" {
+		p["requestState"] = state
+	}
+	return p
+}
+
+func accept() map[string]any {
+	return map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}
+}
+
+// resultText is the text of a wire result's content.
+func resultText(r *wiretest.Response) string {
+	var b strings.Builder
+	cs, _ := r.Result["content"].([]any)
+	for _, c := range cs {
+		if m, ok := c.(map[string]any); ok {
+			s, _ := m["text"].(string)
+			b.WriteString(s)
+		}
+	}
+	return b.String()
+}
+
+// confirmQuestion checks that r asks the gateway's confirmation and
+// returns its requestState and message.
+func confirmQuestion(t *testing.T, r *wiretest.Response) (state, message string) {
+	t.Helper()
+	if r.Error != nil || r.Result["resultType"] != "input_required" {
+		t.Fatalf("want the gateway's confirmation, got %s", r.Raw)
+	}
+	asks, _ := r.Result["inputRequests"].(map[string]any)
+	q, _ := asks[pipeline.ConfirmKey].(map[string]any)
+	params, _ := q["params"].(map[string]any)
+	if len(asks) != 1 || q["method"] != "elicitation/create" || params["mode"] != "form" {
+		t.Fatalf("inputRequests = %s", wiretest.MustJSON(asks))
+	}
+	state, _ = r.Result["requestState"].(string)
+	message, _ = params["message"].(string)
+	return state, message
+}
+
+func exists(t *testing.T, path string) bool {
+	t.Helper()
+	_, err := os.Stat(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+// TestConfirmModernOnTheWire drives the in-band confirmation of a
+// 2026-07-28 client on the wire: a delete is asked (the form names the
+// server, the tool, the arguments and why), a declined or cancelled
+// confirmation leaves the file in place, forged state and state for other
+// arguments are refused, an accepted one runs the call once and the same
+// state again is refused; a read is never asked; a client that declared no
+// elicitation is told why the call did not run.
+func TestConfirmModernOnTheWire(t *testing.T) {
+	dir, url := filesGateway(t, &pipeline.DecideOptions{}, nil)
+	p := wiretest.Stateless(url, elicitCaps)
+	notes := filepath.Join(dir, "notes.txt")
+	del := map[string]any{"action": "delete", "path": "notes.txt"}
+
+	r := p.Call(t, "tools/call", toolCall("manage_files", map[string]any{"action": "read", "path": "notes.txt"}, nil, ""))
+	if r.Error != nil || r.Result["resultType"] != "complete" || !strings.Contains(resultText(r), "hello from the files upstream") {
+		t.Fatalf("read: %s", r.Raw)
+	}
+
+	state, msg := confirmQuestion(t, p.Call(t, "tools/call", toolCall("manage_files", del, nil, "")))
+	for _, want := range []string{"Server: files", "Tool: manage_files", "path: notes.txt", "action: delete", "Why you are asked: the call requires confirmation (requiresConfirmation, from this call's resolution)"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message lacks %q:\n%s", want, msg)
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		answer map[string]any
+		want   string
+	}{
+		{"declined", map[string]any{"action": "decline"}, "declined"},
+		{"cancelled", map[string]any{"action": "cancel"}, "cancelled"},
+		{"accepted unchecked", map[string]any{"action": "accept", "content": map[string]any{"confirm": false}}, "declined"},
+	} {
+		r := p.Call(t, "tools/call", toolCall("manage_files", del, c.answer, state))
+		if r.Error != nil || r.Result["isError"] != true || !strings.Contains(resultText(r), "was not run: the confirmation was "+c.want) ||
+			!strings.Contains(resultText(r), "upstream was not contacted") {
+			t.Errorf("%s: %s", c.name, r.Raw)
+		}
+		if !exists(t, notes) {
+			t.Fatalf("%s: notes.txt is gone", c.name)
+		}
+	}
+
+	tampered := []byte(state)
+	tampered[len(tampered)/2] ^= 1
+	for name, r := range map[string]*wiretest.Response{
+		"forged state":    p.Call(t, "tools/call", toolCall("manage_files", del, accept(), string(tampered))),
+		"other arguments": p.Call(t, "tools/call", toolCall("manage_files", map[string]any{"action": "delete", "path": "full/inner/x.txt"}, accept(), state)),
+		"no answer":       p.Call(t, "tools/call", toolCall("manage_files", del, nil, state)),
+	} {
+		if r.Error == nil || r.Error.Code != -32602 {
+			t.Errorf("%s: %s", name, r.Raw)
+		}
+	}
+	if !exists(t, notes) || !exists(t, filepath.Join(dir, "full", "inner", "x.txt")) {
+		t.Fatal("a refused answer touched the upstream")
+	}
+
+	r = p.Call(t, "tools/call", toolCall("manage_files", del, accept(), state))
+	if r.Error != nil || r.Result["resultType"] != "complete" || r.Result["isError"] == true {
+		t.Fatalf("accepted: %s", r.Raw)
+	}
+	if exists(t, notes) {
+		t.Fatal("notes.txt still exists after the accepted call")
+	}
+	// The same approved state again is refused: the file, written anew,
+	// stays.
+	if err := os.WriteFile(notes, []byte("again"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := p.Call(t, "tools/call", toolCall("manage_files", del, accept(), state)); r.Error == nil || r.Error.Code != -32602 {
+		t.Errorf("replayed approval: %s", r.Raw)
+	}
+	if !exists(t, notes) {
+		t.Fatal("the replayed approval ran the call again")
+	}
+
+	// A client that cannot be asked gets a tool error saying why.
+	plain := wiretest.Stateless(url, nil)
+	r = plain.Call(t, "tools/call", toolCall("manage_files", del, nil, ""))
+	if r.Error != nil || r.Result["isError"] != true || !strings.Contains(resultText(r), "needs confirmation (the call requires confirmation") ||
+		!strings.Contains(resultText(r), "cannot be asked") {
+		t.Errorf("client without elicitation: %s", r.Raw)
+	}
+	if !exists(t, notes) {
+		t.Fatal("the unconfirmed call ran")
+	}
+}
+
+// legacyAnswers answers the gateway's confirmation with action, counting
+// the questions; "block" answers nothing until release is closed.
+type legacyAnswers struct {
+	mu      sync.Mutex
+	action  string
+	asked   []string
+	release chan struct{}
+}
+
+func (a *legacyAnswers) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	a.mu.Lock()
+	a.asked = append(a.asked, req.Params.Message)
+	action := a.action
+	a.mu.Unlock()
+	switch action {
+	case "block":
+		select {
+		case <-ctx.Done():
+		case <-a.release:
+		}
+		return &mcp.ElicitResult{Action: "cancel"}, nil
+	case "accept":
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
+	}
+	return &mcp.ElicitResult{Action: action}, nil
+}
+
+func (a *legacyAnswers) set(action string) {
+	a.mu.Lock()
+	a.action = action
+	a.mu.Unlock()
+}
+
+// TestConfirmLegacyMidCall asks a 2025-11-25 client within its call: a
+// decline and a cancel leave the file, an unanswered question ends the
+// call when ConfirmWait passes, an accept runs it.
+func TestConfirmLegacyMidCall(t *testing.T) {
+	root := filesDir(t)
+	s := filetool.NewServer(root, nil)
+	t.Cleanup(func() {
+		for ss := range s.Sessions() {
+			ss.Close()
+		}
+	})
+	_, url := startGateway(t, &gateway.Options{Decisions: &pipeline.DecideOptions{}, ConfirmWait: 300 * time.Millisecond,
+		Upstreams: []gateway.UpstreamSpec{{Name: "files", URL: serveEra(t, s, modern)}}})
+	a := &legacyAnswers{release: make(chan struct{})}
+	cs := connect(t, url, legacy, nil, &mcp.ClientOptions{ElicitationHandler: a.elicit})
+	notes := filepath.Join(root.Name(), "notes.txt")
+	ctx := context.Background()
+	call := func() *mcp.CallToolResult {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "manage_files", Arguments: map[string]any{"action": "delete", "path": "notes.txt"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for _, c := range []struct{ action, want string }{
+		{"decline", "the confirmation was declined"},
+		{"cancel", "the confirmation was cancelled"},
+		{"block", "it was not confirmed within 300ms"},
+	} {
+		a.set(c.action)
+		res := call()
+		if !res.IsError || !strings.Contains(text(t, res), c.want) || !strings.Contains(text(t, res), "upstream was not contacted") {
+			t.Errorf("%s: %s", c.action, text(t, res))
+		}
+		if !exists(t, notes) {
+			t.Fatalf("%s: notes.txt is gone", c.action)
+		}
+	}
+	close(a.release)
+	a.set("accept")
+	if res := call(); res.IsError {
+		t.Fatalf("accepted: %s", text(t, res))
+	}
+	if exists(t, notes) {
+		t.Error("notes.txt still exists after the accepted call")
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.asked) != 4 || !strings.Contains(a.asked[0], "Tool: manage_files") || !strings.Contains(a.asked[0], "path: notes.txt") {
+		t.Errorf("questions: %q", a.asked)
+	}
+}
+
+// syncBuffer is a log destination safe for concurrent writes; calls
+// receives a value for each call record (the gateway logs a call after
+// its answer is on the way, so a test waits for the record).
+type syncBuffer struct {
+	mu    sync.Mutex
+	b     bytes.Buffer
+	calls chan struct{}
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.calls != nil && bytes.Contains(p, []byte(`"msg":"call"`)) {
+		s.calls <- struct{}{}
+	}
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestDecisionRulesAndDryRun checks a deployer's rules on the wire: a
+// rule over the arguments denies a call (with its reason) that the
+// defaults would only confirm, another allows a delete without asking;
+// and in dry-run nothing is asked or refused, while the log records what
+// would have been decided.
+func TestDecisionRulesAndDryRun(t *testing.T) {
+	rules := []pipeline.DecisionRule{
+		{Name: "keep-full", Tools: []string{"manage_files"}, When: `effect != "read" && args.action == "delete" && args.path.startsWith("full/")`,
+			Verdict: pipeline.Deny, Reason: "files under full/ are kept"},
+		{Name: "scratch", Servers: []string{"files"}, When: `tool == "manage_files" && has(args.path) && args.path == "scratch.txt"`, Verdict: pipeline.Allow},
+	}
+	t.Run("enforce", func(t *testing.T) {
+		dir, url := filesGateway(t, &pipeline.DecideOptions{Rules: rules}, nil)
+		p := wiretest.Stateless(url, elicitCaps)
+		r := p.Call(t, "tools/call", toolCall("manage_files", map[string]any{"action": "delete", "path": "full/inner/x.txt"}, nil, ""))
+		if r.Error != nil || r.Result["isError"] != true || !strings.Contains(resultText(r), "files under full/ are kept") {
+			t.Errorf("denied: %s", r.Raw)
+		}
+		if !exists(t, filepath.Join(dir, "full", "inner", "x.txt")) {
+			t.Error("the denied call ran")
+		}
+		if err := os.WriteFile(filepath.Join(dir, "scratch.txt"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r = p.Call(t, "tools/call", toolCall("manage_files", map[string]any{"action": "delete", "path": "scratch.txt"}, nil, ""))
+		if r.Error != nil || r.Result["resultType"] != "complete" || r.Result["isError"] == true || exists(t, filepath.Join(dir, "scratch.txt")) {
+			t.Errorf("allowed by rule: %s", r.Raw)
+		}
+	})
+	t.Run("dry-run", func(t *testing.T) {
+		log := &syncBuffer{calls: make(chan struct{}, 8)}
+		logger := slog.New(slog.NewJSONHandler(log, nil))
+		dir, url := filesGateway(t, &pipeline.DecideOptions{Rules: rules, Mode: pipeline.DryRun}, logger)
+		p := wiretest.Stateless(url, elicitCaps)
+		r := p.Call(t, "tools/call", toolCall("manage_files", map[string]any{"action": "delete", "path": "full/inner/x.txt"}, nil, ""))
+		if r.Error != nil || r.Result["resultType"] != "complete" || r.Result["isError"] == true || exists(t, filepath.Join(dir, "full", "inner", "x.txt")) {
+			t.Errorf("dry-run deny: %s", r.Raw)
+		}
+		r = p.Call(t, "tools/call", toolCall("manage_files", map[string]any{"action": "delete", "path": "notes.txt"}, nil, ""))
+		if r.Error != nil || r.Result["resultType"] != "complete" || exists(t, filepath.Join(dir, "notes.txt")) {
+			t.Errorf("dry-run confirm: %s", r.Raw)
+		}
+		<-log.calls
+		<-log.calls
+		out := log.String()
+		for _, want := range []string{
+			`"verdict":"deny","reason":"files under full/ are kept","rule":"keep-full","dryRun":true`,
+			`"verdict":"confirm","reason":"the call requires confirmation (requiresConfirmation, from this call's resolution)","dryRun":true`,
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("log lacks %s:\n%s", want, out)
+			}
+		}
+	})
+}
+
+// TestConfirmThenUpstreamQuestions confirms a delete_folder of a
+// non-empty folder, whose upstream then asks its own question: the
+// 2026-07-28 client answers it without being asked to confirm again; the
+// upstream's round cannot be answered twice, nor its state used for
+// another call, in front of an upstream of either era.
+func TestConfirmThenUpstreamQuestions(t *testing.T) {
+	for _, upEra := range []string{modern, legacy} {
+		t.Run("upstream "+upEra, func(t *testing.T) {
+			dir, root := foldersRoot(t)
+			_, url := startGateway(t, &gateway.Options{Decisions: &pipeline.DecideOptions{},
+				Upstreams: []gateway.UpstreamSpec{{Name: "folders", URL: serveEra(t, foldertool.NewServer(root, nil), upEra)}}})
+			p := wiretest.Stateless(url, elicitCaps)
+			full := map[string]any{"path": "full"}
+			state, msg := confirmQuestion(t, p.Call(t, "tools/call", toolCall("delete_folder", full, nil, "")))
+			if !strings.Contains(msg, "Tool: delete_folder") || !strings.Contains(msg, "path: full") {
+				t.Errorf("message: %s", msg)
+			}
+			r := p.Call(t, "tools/call", toolCall("delete_folder", full, accept(), state))
+			if r.Error != nil || r.Result["resultType"] != "input_required" {
+				t.Fatalf("after the confirmation: %s", r.Raw)
+			}
+			asks := r.Result["inputRequests"].(map[string]any)
+			if _, ours := asks[pipeline.ConfirmKey]; ours || len(asks) != 1 {
+				t.Fatalf("the upstream's question: %s", wiretest.MustJSON(asks))
+			}
+			var key string
+			for k := range asks {
+				key = k
+			}
+			round := r.Result["requestState"].(string)
+			answer := map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"delete": true}}}
+			retry := func(args map[string]any) *wiretest.Response {
+				return p.Call(t, "tools/call", map[string]any{"name": "delete_folder", "arguments": args, "inputResponses": answer, "requestState": round})
+			}
+			// The round's state for another call is refused.
+			if r := retry(map[string]any{"path": "old"}); r.Error == nil || r.Error.Code != -32602 {
+				t.Errorf("round state for other arguments: %s", r.Raw)
+			}
+			if !exists(t, filepath.Join(dir, "full")) || !exists(t, filepath.Join(dir, "old")) {
+				t.Fatal("a refused retry touched the upstream")
+			}
+			r = retry(full)
+			if r.Error != nil || r.Result["resultType"] != "complete" || !strings.Contains(resultText(r), "deleted: full") {
+				t.Fatalf("answered: %s", r.Raw)
+			}
+			if exists(t, filepath.Join(dir, "full")) {
+				t.Error("full/ still exists")
+			}
+			if r := retry(full); r.Error == nil || r.Error.Code != -32602 {
+				t.Errorf("round answered twice: %s", r.Raw)
+			}
+		})
+	}
+}
+
+// TestConfirmReferenceServer puts the npm filesystem server (a 2025-11-25
+// upstream over stdio) behind a gateway with decisions on: its write_file
+// (destructiveHint true: it overwrites) is confirmed in both client eras;
+// a decline leaves the file as it was, an accept writes it once, and the
+// accepted state sent again is refused.
+func TestConfirmReferenceServer(t *testing.T) {
+	spec := npmServers(t)
+	files := t.TempDir()
+	_, url := startGateway(t, &gateway.Options{Decisions: &pipeline.DecideOptions{},
+		Upstreams: []gateway.UpstreamSpec{spec("filesystem", "server-filesystem", files)}})
+	target := filepath.Join(files, "kept.txt")
+	content := func() string {
+		t.Helper()
+		b, err := os.ReadFile(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if err := os.WriteFile(target, []byte("original"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("modern", func(t *testing.T) {
+		p := wiretest.Stateless(url, elicitCaps)
+		args := map[string]any{"path": target, "content": "modern"}
+		state, msg := confirmQuestion(t, p.Call(t, "tools/call", toolCall("write_file", args, nil, "")))
+		if !strings.Contains(msg, "Server: filesystem") || !strings.Contains(msg, "content: modern") {
+			t.Errorf("message: %s", msg)
+		}
+		r := p.Call(t, "tools/call", toolCall("write_file", args, map[string]any{"action": "decline"}, state))
+		if r.Result["isError"] != true || !strings.Contains(resultText(r), "declined") || content() != "original" {
+			t.Fatalf("declined: %s (file: %q)", r.Raw, content())
+		}
+		other := map[string]any{"path": target, "content": "forged"}
+		if r := p.Call(t, "tools/call", toolCall("write_file", other, accept(), state)); r.Error == nil || r.Error.Code != -32602 || content() != "original" {
+			t.Fatalf("state for other arguments: %s (file: %q)", r.Raw, content())
+		}
+		r = p.Call(t, "tools/call", toolCall("write_file", args, accept(), state))
+		if r.Error != nil || r.Result["isError"] == true || content() != "modern" {
+			t.Fatalf("accepted: %s (file: %q)", r.Raw, content())
+		}
+		if err := os.WriteFile(target, []byte("original"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if r := p.Call(t, "tools/call", toolCall("write_file", args, accept(), state)); r.Error == nil || r.Error.Code != -32602 || content() != "original" {
+			t.Fatalf("replayed: %s (file: %q)", r.Raw, content())
+		}
+	})
+	t.Run("legacy", func(t *testing.T) {
+		a := &legacyAnswers{action: "decline", release: make(chan struct{})}
+		cs := connect(t, url, legacy, nil, &mcp.ClientOptions{ElicitationHandler: a.elicit})
+		call := func() *mcp.CallToolResult {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "write_file", Arguments: map[string]any{"path": target, "content": "legacy"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}
+		if res := call(); !res.IsError || !strings.Contains(text(t, res), "declined") || content() != "original" {
+			t.Fatalf("declined: %s (file: %q)", text(t, res), content())
+		}
+		a.set("accept")
+		if res := call(); res.IsError || content() != "legacy" {
+			t.Fatalf("accepted: %s (file: %q)", text(t, res), content())
+		}
+	})
+}
+
+// TestConfirmStateUnavailable: when the shared state cannot be reached,
+// a call to confirm is neither asked nor run, and the client is told why;
+// a read still runs.
+func TestConfirmStateUnavailable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	st := state.NewRedis(client, nil)
+	t.Cleanup(func() {
+		st.Close()
+		client.Close()
+	})
+	root := filesDir(t)
+	s := filetool.NewServer(root, nil)
+	t.Cleanup(func() {
+		for ss := range s.Sessions() {
+			ss.Close()
+		}
+	})
+	_, url := startGateway(t, &gateway.Options{Decisions: &pipeline.DecideOptions{}, State: st,
+		Upstreams: []gateway.UpstreamSpec{{Name: "files", URL: serveEra(t, s, modern)}}})
+	p := wiretest.Stateless(url, elicitCaps)
+	r := p.Call(t, "tools/call", toolCall("manage_files", map[string]any{"action": "delete", "path": "notes.txt"}, nil, ""))
+	if r.Error == nil || r.Error.Code != -32603 || !strings.Contains(r.Error.Message, "the call needs confirmation, and the gateway cannot record it") ||
+		!strings.Contains(r.Error.Message, addr) {
+		t.Errorf("delete: %s", r.Raw)
+	}
+	if !exists(t, filepath.Join(root.Name(), "notes.txt")) {
+		t.Error("the call ran")
+	}
+	r = p.Call(t, "tools/call", toolCall("manage_files", map[string]any{"action": "read", "path": "notes.txt"}, nil, ""))
+	if r.Error != nil || r.Result["isError"] == true {
+		t.Errorf("read: %s", r.Raw)
+	}
+}

@@ -1,0 +1,140 @@
+package rules
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/interpreter"
+)
+
+// varEffect is the variable a [Condition] reads besides a rule's.
+const varEffect = "effect"
+
+// conditionEnv is the rules' environment with the call's effect added.
+var conditionEnv = sync.OnceValues(func() (*cel.Env, error) {
+	env, err := celEnv()
+	if err != nil {
+		return nil, err
+	}
+	return env.Extend(cel.Variable(varEffect, cel.StringType))
+})
+
+// Condition is a boolean CEL expression over one call, in the rules'
+// environment (args, tool, server, principal) plus effect, the call's
+// effective mcp.dev/effect ("read", "write", "external", "delete").
+// The gateway's decision rules use it. It is compiled once and safe for
+// concurrent use.
+type Condition struct {
+	prg       cel.Program
+	readsArgs bool
+}
+
+// CompileCondition compiles expr, which must be of type bool. costLimit
+// bounds one evaluation (zero means [DefaultCostLimit]).
+func CompileCondition(expr string, costLimit uint64) (*Condition, error) {
+	if costLimit == 0 {
+		costLimit = DefaultCostLimit
+	}
+	if len(expr) > MaxExpressionBytes {
+		return nil, fmt.Errorf("the expression is %d bytes, more than %d", len(expr), MaxExpressionBytes)
+	}
+	env, err := conditionEnv()
+	if err != nil {
+		return nil, err
+	}
+	a, iss := env.Compile(expr)
+	if iss.Err() != nil {
+		return nil, fmt.Errorf("expression does not compile:\n%v", iss.Err())
+	}
+	if !a.OutputType().IsExactType(cel.BoolType) {
+		return nil, fmt.Errorf("expression is of type %s, not bool (compare a value explicitly, e.g. args.x == true)", a.OutputType())
+	}
+	var c compiled
+	if err := c.collect(a.NativeRep().Expr()); err != nil {
+		return nil, err
+	}
+	prg, err := env.Program(a, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(costLimit))
+	if err != nil {
+		return nil, fmt.Errorf("expression cannot be planned: %v", err)
+	}
+	return &Condition{prg: prg, readsArgs: c.readsArgs}, nil
+}
+
+// ReadsArgs reports whether the expression reads the call's arguments, so
+// that a caller decodes them only then.
+func (c *Condition) ReadsArgs() bool { return c.readsArgs }
+
+// Vars are the values a [Condition] reads.
+type Vars struct {
+	Server, Tool, Principal, Effect string
+	// Args are the decoded arguments (see [DecodeArguments]); nil means
+	// none.
+	Args map[string]any
+}
+
+// Eval reports whether the call matches. An error (an argument the
+// expression reads is missing, the cost limit is reached) means neither.
+func (c *Condition) Eval(v Vars) (bool, error) {
+	act := &condActivation{v: v}
+	if c.readsArgs {
+		args := v.Args
+		if args == nil {
+			args = map[string]any{}
+		}
+		act.args = types.NewStringInterfaceMap(types.DefaultTypeAdapter, args)
+	} else {
+		act.args = emptyArgs
+	}
+	out, _, err := c.prg.Eval(act)
+	if err != nil {
+		return false, err
+	}
+	b, ok := out.Value().(bool)
+	if !ok {
+		return false, errors.New("the expression did not give a bool")
+	}
+	return b, nil
+}
+
+// emptyArgs stands for the arguments of an expression that does not read
+// them.
+var emptyArgs = types.NewStringInterfaceMap(types.DefaultTypeAdapter, map[string]any{})
+
+type condActivation struct {
+	v    Vars
+	args ref.Val
+}
+
+func (a *condActivation) ResolveName(name string) (any, bool) {
+	switch name {
+	case varArgs:
+		return a.args, true
+	case varTool:
+		return types.String(a.v.Tool), true
+	case varServer:
+		return types.String(a.v.Server), true
+	case varPrincipal:
+		return types.String(a.v.Principal), true
+	case varEffect:
+		return types.String(a.v.Effect), true
+	}
+	return nil, false
+}
+
+func (a *condActivation) Parent() interpreter.Activation { return nil }
+
+// DecodeArguments decodes a call's arguments as the rules do, as untrusted
+// input: a JSON object (empty and null mean none) of at most maxBytes
+// (zero means [DefaultMaxArgumentBytes]) and bounded nesting, in which no
+// object repeats a key.
+func DecodeArguments(raw json.RawMessage, maxBytes int) (map[string]any, error) {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxArgumentBytes
+	}
+	return (&Rules{maxArgs: maxBytes}).decode(raw)
+}
