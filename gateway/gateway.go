@@ -7,7 +7,7 @@
 //
 // Build one with [New] from [Options], start its upstreams with
 // [Gateway.Start], serve it with [Gateway.Serve] (streamable HTTP at /mcp,
-// both eras on one URL, and /healthz) or [Gateway.ServeStdio], and stop it
+// both eras on one URL, /healthz and the Prometheus /metrics) or [Gateway.ServeStdio], and stop it
 // with [Gateway.Close].
 package gateway
 
@@ -27,6 +27,7 @@ import (
 	"github.com/preflightmcp/preflight/disclose"
 	"github.com/preflightmcp/preflight/gateway/bridge"
 	"github.com/preflightmcp/preflight/gateway/catalog"
+	"github.com/preflightmcp/preflight/gateway/metrics"
 	"github.com/preflightmcp/preflight/gateway/pipeline"
 	"github.com/preflightmcp/preflight/gateway/upstream"
 	"github.com/preflightmcp/preflight/requeststate"
@@ -81,6 +82,23 @@ type Options struct {
 	// Disclosure turns on progressive disclosure of tool descriptions for
 	// some or all upstreams. Nil means off.
 	Disclosure *Disclosure
+	// Retry bounds the retries of calls after a transient upstream failure
+	// (only calls that are idempotent by their resolution, or that never
+	// reached the upstream; see pipeline.Retry). Nil means the defaults of
+	// pipeline.RetryPolicy; Attempts 1 turns retries off.
+	Retry *pipeline.RetryPolicy
+	// Metrics configures the Prometheus metrics served at MetricsPath. Nil
+	// means on, with package metrics' defaults.
+	Metrics *MetricsOptions
+}
+
+// MetricsOptions configure the gateway's Prometheus metrics.
+type MetricsOptions struct {
+	// Off turns the metrics and MetricsPath off.
+	Off bool
+	// Buckets are the latency histogram's upper bounds in seconds; nil
+	// means metrics.DefaultBuckets().
+	Buckets []float64
 }
 
 // UpstreamSpec describes one upstream server and how its names are exposed.
@@ -144,6 +162,7 @@ type Gateway struct {
 	resolver pipeline.Resolver
 	forward  *bridge.Forward
 	chain    pipeline.Handler
+	metrics  *metrics.Metrics // nil when off
 
 	conns  []*upstream.Conn
 	byName map[string]*upstream.Conn
@@ -232,12 +251,37 @@ func New(opts *Options) (*Gateway, error) {
 	g.state.Store(&snapshot{view: catalog.Build(nil, g.multi)})
 	g.server = g.newServer(info)
 	g.forward = bridge.New(&bridge.Options{Ring: o.Ring, Audience: o.Name, Parking: o.Parking, MaxRounds: o.MaxRounds, Logger: logger})
-	g.chain = pipeline.Chain(g.forward,
-		pipeline.Log(logger),
+	stages := []pipeline.Stage{pipeline.Log(logger)}
+	if o.Metrics == nil || !o.Metrics.Off {
+		var mo metrics.Options
+		if o.Metrics != nil {
+			mo.Buckets = o.Metrics.Buckets
+		}
+		g.metrics = metrics.New(&mo)
+		g.metrics.Upstreams(g.upstreamMetrics)
+		stages = append(stages, pipeline.Metrics(g.metrics))
+	}
+	stages = append(stages,
 		pipeline.Route(g),
 		pipeline.Resolve(g.resolver, logger),
 	)
+	var obs pipeline.RetryObserver
+	if g.metrics != nil {
+		obs = g.metrics
+	}
+	stages = append(stages, pipeline.Retry(o.Retry, obs))
+	g.chain = pipeline.Chain(g.forward, stages...)
 	return g, nil
+}
+
+// upstreamMetrics reports each upstream's health for the metrics.
+func (g *Gateway) upstreamMetrics() []metrics.Upstream {
+	out := make([]metrics.Upstream, 0, len(g.conns))
+	for _, c := range g.conns {
+		h := c.Health()
+		out = append(out, metrics.Upstream{Name: h.Name, Up: h.State == upstream.StateUp, Restarts: h.Restarts, Tools: h.Tools})
+	}
+	return out
 }
 
 // defaultVersion is the version of the module the gateway was built from,

@@ -24,6 +24,9 @@ const (
 	MCPPath = endpoint.Path
 	// HealthPath answers a JSON [Health] report.
 	HealthPath = "/healthz"
+	// MetricsPath serves the Prometheus metrics (docs/metrics.md), unless
+	// they are off.
+	MetricsPath = "/metrics"
 )
 
 // readHeaderTimeout bounds how long a client may take to send headers.
@@ -93,7 +96,17 @@ func (g *Gateway) healthHandler() http.Handler {
 	})
 }
 
-// Serve serves the gateway over HTTP on ln (MCPPath and HealthPath) until
+// MetricsHandler serves the gateway's Prometheus metrics (mounted at
+// MetricsPath by Serve); nil when they are off.
+func (g *Gateway) MetricsHandler() http.Handler {
+	if g.metrics == nil {
+		return nil
+	}
+	return g.metrics.Handler()
+}
+
+// Serve serves the gateway over HTTP on ln (MCPPath, HealthPath and
+// MetricsPath) until
 // ctx is done; then it stops accepting, ends legacy clients' idle event
 // streams, lets calls in flight finish within ShutdownGrace, closes what
 // remains and returns. It does not stop the upstreams: call Close after.
@@ -103,6 +116,9 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	mux := http.NewServeMux()
 	mux.Handle(MCPPath, endStreamsOn(streams, g.Handler()))
 	mux.Handle(HealthPath, g.healthHandler())
+	if h := g.MetricsHandler(); h != nil {
+		mux.Handle(MetricsPath, h)
+	}
 	// The same bounds as endpoint.Serve: a slow body cannot hold a
 	// connection, and event streams keep their write side.
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout,

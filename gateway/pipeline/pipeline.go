@@ -2,15 +2,11 @@
 // named stages, each a func(next Handler) Handler as in net/http
 // middleware, compiled once when the gateway starts.
 //
-// The gateway's chain today is
+// The gateway's chain is, outermost first,
 //
-//	log -> route -> resolve -> forward
+//	log -> metrics -> route -> pin -> resolve -> decide -> ask -> approve -> confirmed -> audit -> redact -> retry -> forward
 //
-// and the decisions of the next stages slot in between without touching
-// the others:
-//
-//	log -> route -> resolve -> decide -> ask -> audit -> forward -> redact -> retry
-//
+// where a stage whose feature is off is left out.
 // A [Call] enters with what the client sent; route fills in the upstream
 // and its name for the target, resolve the call's annotations and policy
 // hints ([Resolution]), and the final handler (package bridge) forwards it
@@ -63,10 +59,58 @@ type Call struct {
 	// handler writes the response to Wire.Response itself.
 	Wire *Wire
 
+	// Set by decide: allow, confirm or deny, and why.
+	Decision *Decision
+
+	// Set by ask and approve when the call was confirmed; nil otherwise.
+	Confirmation *Confirmation
+
+	// Set by retry: how many times forward ran (0 when the call never
+	// reached it).
+	Attempts int
+
 	// Set by forward, for the stages that wrap it: the upstream's protocol
 	// era and how the call ended ("ok", "tool_error", "input_required").
+	// Stages that end a call themselves set Outcome too: "declined",
+	// "cancelled", "timeout", "denied", "quarantined", "unknown" (the
+	// upstream failed after the request was sent and the call was not
+	// retried, or retries gave up), "error".
 	UpstreamEra string
 	Outcome     string
+}
+
+// Verdict is what the gateway decided to do with a call.
+type Verdict string
+
+// Verdicts.
+const (
+	Allow   Verdict = "allow"
+	Confirm Verdict = "confirm"
+	Deny    Verdict = "deny"
+)
+
+// Decision is the decide stage's verdict on one call.
+type Decision struct {
+	Verdict Verdict
+	// Reason says why, in words.
+	Reason string
+	// Rule names the rule that decided, "" for the defaults.
+	Rule string
+	// DryRun: the verdict is recorded, not enforced.
+	DryRun bool
+	// OutOfBand: a rule demands a human the agent cannot impersonate, so
+	// the confirmation is never asked in-band.
+	OutOfBand bool
+}
+
+// Confirmation says who confirmed a call.
+type Confirmation struct {
+	// By is "client" (in-band) or "page" (out of band).
+	By string
+	// Approver is the principal who approved.
+	Approver string
+	// RequestID identifies the approval request.
+	RequestID string
 }
 
 // Wire is a 2026-07-28 client's request over HTTP, forwarded without
