@@ -298,4 +298,3 @@ func (b *bucket) take() bool {
 	b.tokens--
 	return true
 }
-
