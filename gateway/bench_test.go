@@ -49,7 +49,7 @@ func BenchmarkGatewayCall(b *testing.B) {
 			})
 			for _, clients := range []int{1, 8} {
 				b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-					benchPaths(b, era, clients, up, gw)
+					benchPaths(b, era, clients, up, gw, [2]string{"direct", "gateway"})
 				})
 			}
 		})
@@ -57,8 +57,8 @@ func BenchmarkGatewayCall(b *testing.B) {
 }
 
 // benchPaths runs b.N calls on each path with clients concurrent sessions
-// per path.
-func benchPaths(b *testing.B, era string, clients int, direct, gw string) {
+// per path; names label the two paths in the metrics.
+func benchPaths(b *testing.B, era string, clients int, direct, gw string, names [2]string) {
 	sessions := func(url string) []*mcp.ClientSession {
 		var out []*mcp.ClientSession
 		for range clients {
@@ -127,13 +127,34 @@ func benchPaths(b *testing.B, era string, clients int, direct, gw string) {
 		return float64(d[int(f*float64(len(d)-1))].Microseconds())
 	}
 	d50, g50 := q(lat[0], 0.5), q(lat[1], 0.5)
-	b.ReportMetric(d50, "direct-p50-µs")
-	b.ReportMetric(g50, "gateway-p50-µs")
-	b.ReportMetric(q(lat[0], 0.9), "direct-p90-µs")
-	b.ReportMetric(q(lat[1], 0.9), "gateway-p90-µs")
+	b.ReportMetric(d50, names[0]+"-p50-µs")
+	b.ReportMetric(g50, names[1]+"-p50-µs")
+	b.ReportMetric(q(lat[0], 0.9), names[0]+"-p90-µs")
+	b.ReportMetric(q(lat[1], 0.9), names[1]+"-p90-µs")
 	b.ReportMetric(g50-d50, "added-p50-µs")
 	b.ReportMetric(wall[0].Seconds()/wall[1].Seconds(), "throughput-ratio")
 	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkGatewayMetrics measures what the metrics stage costs: the
+// same no-op call through two gateways in front of one upstream, one with
+// metrics off and one with them on (the default), interleaved as in
+// BenchmarkGatewayCall. added-p50-µs is the median the metrics add. See
+// docs/metrics.md for the command and figures.
+func BenchmarkGatewayMetrics(b *testing.B) {
+	for _, era := range []string{modern, legacy} {
+		b.Run("era="+era, func(b *testing.B) {
+			up := serveHTTP(b, endpoint.NewHandler(noopServer(), nil))
+			spec := []gateway.UpstreamSpec{{Name: "noop", URL: up, Era: era, CallTimeout: time.Minute}}
+			_, off := startGateway(b, &gateway.Options{Upstreams: spec, Metrics: &gateway.MetricsOptions{Off: true}})
+			_, on := startGateway(b, &gateway.Options{Upstreams: spec})
+			for _, clients := range []int{1, 8} {
+				b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+					benchPaths(b, era, clients, off, on, [2]string{"off", "on"})
+				})
+			}
+		})
+	}
 }
 
 var _ = upstream.EraModern

@@ -395,15 +395,25 @@ func TestRetryBudget(t *testing.T) {
 
 // failing answers HTTP 503, without passing them on, the next tools/call
 // requests while armed is positive.
+// With cut set, it answers the next one with the start of an event
+// stream (a log message) that ends before the response.
 type failing struct {
 	next  http.Handler
 	armed atomic.Int32
 	seen  atomic.Int32 // tools/call requests refused
+	cut   atomic.Bool
 }
 
 func (f *failing) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(strings.NewReader(string(body)))
+	if strings.Contains(string(body), `"tools/call"`) && f.cut.CompareAndSwap(true, false) {
+		f.seen.Add(1)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprint(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"working\"}}\n\n")
+		return
+	}
 	if strings.Contains(string(body), `"tools/call"`) && f.armed.Add(-1) >= 0 {
 		f.seen.Add(1)
 		http.Error(w, "upstream overloaded", http.StatusServiceUnavailable)
@@ -498,5 +508,26 @@ func TestMetricsOff(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("/metrics with metrics off: %d", resp.StatusCode)
+	}
+}
+
+// TestPassthroughCut: a 2026-07-28 client's call on the passthrough path
+// whose upstream answer ends after its first event (a log message, already
+// streamed to the client) and before the response cannot be retried, even
+// though it is idempotent: the client gets the log message, then an error
+// on the same stream saying the outcome is unknown and the call was not
+// retried, and the upstream got the request once.
+func TestPassthroughCut(t *testing.T) {
+	f := &failing{next: endpoint.NewHandler(newLedger(t.TempDir(), nil), nil)}
+	_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{{Name: "led", URL: serveHTTP(t, f)}}})
+	f.cut.Store(true)
+	p := wiretest.Stateless(url, nil)
+	resp := p.Call(t, "tools/call", callArgs("ledger", "set", "c", 1))
+	if resp.Error == nil || !strings.Contains(resp.Error.Message, "the outcome is unknown") ||
+		!strings.Contains(string(resp.Error.Data), `"outcome":"unknown"`) || !strings.Contains(string(resp.Error.Data), `"retried":false`) {
+		t.Errorf("cut answer: %s", resp.Raw)
+	}
+	if f.seen.Load() != 1 {
+		t.Errorf("the upstream got %d requests", f.seen.Load())
 	}
 }
