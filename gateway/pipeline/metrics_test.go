@@ -66,10 +66,10 @@ func TestMetricsConfirmations(t *testing.T) {
 		}
 	}
 	want := map[string]float64{
-		"preflight_confirmations_total by= result=asked server=unknown":          3,
-		"preflight_confirmations_total by=client result=approved server=unknown": 1,
-		"preflight_confirmations_total by=page result=approved server=unknown":   1,
-		"preflight_confirmations_total by= result=declined server=unknown":       1,
+		"preflight_confirmations_total by= result=asked server=unknown":                                                  3,
+		"preflight_confirmations_total by=client result=approved server=unknown":                                         1,
+		"preflight_confirmations_total by=page result=approved server=unknown":                                           1,
+		"preflight_confirmations_total by= result=declined server=unknown":                                               1,
 		"preflight_calls_total decision=confirm effect=unknown method=tools/call outcome=ok server=unknown tool=unknown": 3,
 		"preflight_calls_total decision=none effect=unknown method=tools/call outcome=ok server=unknown tool=unknown":    1,
 	}
