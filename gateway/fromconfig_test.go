@@ -6,9 +6,11 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/config"
+	"github.com/preflightmcp/preflight/gateway/pipeline"
 )
 
 func noEnv(string) (string, bool) { return "", false }
@@ -80,5 +82,30 @@ func TestOptionsFromConfigRefuses(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want one naming %s", tc.yaml, err, tc.want)
 		}
+	}
+}
+
+// TestOptionsFromConfigRetryMetrics: the retry and metrics keys become
+// Options.Retry and Options.Metrics; left out, both keep the gateway's
+// defaults (nil: retries and metrics on).
+func TestOptionsFromConfigRetryMetrics(t *testing.T) {
+	cfg, err := config.Parse("test.yaml", []byte("servers:\n  a: {command: x}\nretry:\n  attempts: 1\n  backoff: 50ms\n  maxBackoff: 1s\n  within: 10s\n  budget: 5\n  refill: 2s\nmetrics:\n  enabled: false\n"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := gateway.OptionsFromConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &pipeline.RetryPolicy{Attempts: 1, Initial: 50 * time.Millisecond, Max: time.Second, Within: 10 * time.Second, Budget: 5, Refill: 2 * time.Second}
+	if !reflect.DeepEqual(opts.Retry, want) || opts.Metrics == nil || !opts.Metrics.Off {
+		t.Errorf("retry %+v, metrics %+v", opts.Retry, opts.Metrics)
+	}
+	cfg, err = config.Parse("test.yaml", []byte("servers:\n  a: {command: x}\n"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts, err = gateway.OptionsFromConfig(cfg); err != nil || opts.Retry != nil || opts.Metrics != nil {
+		t.Errorf("defaults: retry %+v, metrics %+v, %v", opts.Retry, opts.Metrics, err)
 	}
 }

@@ -53,6 +53,11 @@ type Config struct {
 	// Auth is how clients authenticate; zero means they do not, which is
 	// allowed only on a loopback listener.
 	Auth Auth `json:"auth,omitzero"`
+	// Retry bounds retries after transient upstream failures; zero means
+	// the gateway's defaults.
+	Retry Retry `json:"retry,omitzero"`
+	// Metrics configures /metrics; zero means on.
+	Metrics Metrics `json:"metrics,omitzero"`
 }
 
 // Listen says where the gateway serves MCP. Its zero value leaves both to

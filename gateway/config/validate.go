@@ -43,6 +43,7 @@ func (p *parser) validate(c *Config) {
 		p.redis(&c.Redis)
 	}
 	p.auth(&c.Auth)
+	p.retry(&c.Retry)
 	switch {
 	case c.Listen.HTTP == "":
 	case !validAddr(c.Listen.HTTP):
