@@ -60,6 +60,9 @@ func newLedger(dir string, block func(ctx context.Context)) *mcp.Server {
 		if block != nil {
 			if err := os.Remove(filepath.Join(dir, "block-once")); err == nil {
 				block(ctx)
+				if ctx.Err() != nil {
+					return nil, nil, ctx.Err() // abandoned: no effect
+				}
 			}
 		}
 		appendLine(filepath.Join(dir, "effects.log"), fmt.Sprintf("%s %s %s=%d", req.Params.Name, a.Action, a.Key, a.Value))
@@ -171,6 +174,19 @@ func newLedgerRig(t *testing.T, retry *pipeline.RetryPolicy) *ledgerRig {
 	return r
 }
 
+// waitKilled waits for the killer to kill a process, and returns its id.
+func (r *ledgerRig) waitKilled(t *testing.T) int {
+	t.Helper()
+	select {
+	case pid := <-r.killed:
+		r.kills++
+		return pid
+	case <-time.After(readyTimeout):
+		t.Fatal("no call blocked in the ledger to be killed")
+		return 0
+	}
+}
+
 // waitBack waits until the ledger is up again after the kills so far, and
 // its tools are listed.
 func (r *ledgerRig) waitBack(t *testing.T) {
@@ -248,8 +264,8 @@ func TestRetryStdio(t *testing.T) {
 			if resp.Error != nil || resp.Result["isError"] == true {
 				t.Fatalf("set: %s", resp.Raw)
 			}
-			killed := <-r.killed
-			r.kills++
+			killed := r.waitKilled(t)
+			r.waitBack(t)
 			got := readLines(t, effects)
 			if len(got) != before+1 || !strings.Contains(got[len(got)-1], "set_a"+era+"=1") {
 				t.Errorf("effects after a retried set: %v", got)
@@ -268,8 +284,7 @@ func TestRetryStdio(t *testing.T) {
 				effectsBefore := len(readLines(t, effects))
 				resp := p.Call(t, "tools/call", callArgs(c.tool, c.action, "b"+era, 1))
 				n++
-				<-r.killed
-				r.kills++
+				r.waitKilled(t)
 				unknownOutcome(t, resp, c.reason)
 				if c.reason == pipeline.RetryNotIdempotent && !strings.Contains(resp.Error.Message, "not idempotent (effect: write)") {
 					t.Errorf("message: %s", resp.Error.Message)
@@ -380,10 +395,11 @@ func TestRetryBudget(t *testing.T) {
 	if resp := p.Call(t, "tools/call", callArgs("ledger", "set", "k", 1)); resp.Error != nil {
 		t.Fatalf("first set: %s", resp.Raw)
 	}
-	<-r.killed
+	r.waitKilled(t)
+	r.waitBack(t)
 	r.arm(t)
 	resp := p.Call(t, "tools/call", callArgs("ledger", "set", "k", 2))
-	<-r.killed
+	r.waitKilled(t)
 	unknownOutcome(t, resp, pipeline.RetryBudget)
 	if !strings.Contains(resp.Error.Message, "retry budget") {
 		t.Errorf("message: %s", resp.Error.Message)
@@ -529,5 +545,48 @@ func TestPassthroughCut(t *testing.T) {
 	}
 	if f.seen.Load() != 1 {
 		t.Errorf("the upstream got %d requests", f.seen.Load())
+	}
+}
+
+// TestRetryTimeout: an HTTP upstream that does not answer within the call
+// timeout (a timeout before any response) is retried for a call that is
+// idempotent by its resolution, which then takes effect once, and not for
+// one that is not (outcome unknown).
+func TestRetryTimeout(t *testing.T) {
+	dir := t.TempDir()
+	// A blocked call waits for its context (which the upstream's server
+	// may not cancel when the gateway gives up) or the end of the test.
+	release := make(chan struct{})
+	up := serveHTTP(t, endpoint.NewHandler(newLedger(dir, func(ctx context.Context) {
+		select {
+		case <-ctx.Done():
+		case <-release:
+		}
+	}), nil))
+	t.Cleanup(func() { close(release) })
+	_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{{Name: "led", URL: up, CallTimeout: 500 * time.Millisecond}}})
+	p := wiretest.Legacy(url, nil)
+	defer p.Close()
+	arm := func() {
+		if err := os.WriteFile(filepath.Join(dir, "block-once"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	effects := filepath.Join(dir, "effects.log")
+	arm()
+	if resp := p.Call(t, "tools/call", callArgs("ledger", "set", "t", 1)); resp.Error != nil || resp.Result["isError"] == true {
+		t.Fatalf("set after a timeout: %s", resp.Raw)
+	}
+	if got := readLines(t, effects); len(got) != 1 {
+		t.Errorf("effects: %v", got)
+	}
+	arm()
+	resp := p.Call(t, "tools/call", callArgs("ledger", "add", "t", 1))
+	unknownOutcome(t, resp, pipeline.RetryNotIdempotent)
+	if !strings.Contains(resp.Error.Message, "did not answer in time") {
+		t.Errorf("message: %s", resp.Error.Message)
+	}
+	if got := readLines(t, filepath.Join(dir, "calls.log")); len(got) != 3 {
+		t.Errorf("calls received: %v", got)
 	}
 }
