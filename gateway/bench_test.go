@@ -200,6 +200,27 @@ func benchPaths(b *testing.B, era string, clients int, direct, gw string, names 
 	b.ReportMetric(0, "ns/op")
 }
 
+// BenchmarkGatewayMetrics measures what the metrics stage costs: the
+// same no-op call through two gateways in front of one upstream, one with
+// metrics off and one with them on (the default), interleaved as in
+// BenchmarkGatewayCall. added-p50-µs is the median the metrics add. See
+// docs/metrics.md for the command and figures.
+func BenchmarkGatewayMetrics(b *testing.B) {
+	for _, era := range []string{modern, legacy} {
+		b.Run("era="+era, func(b *testing.B) {
+			up := serveHTTP(b, endpoint.NewHandler(noopServer(), nil))
+			spec := []gateway.UpstreamSpec{{Name: "noop", URL: up, Era: era, CallTimeout: time.Minute}}
+			_, off := startGateway(b, &gateway.Options{Upstreams: spec, Metrics: &gateway.MetricsOptions{Off: true}})
+			_, on := startGateway(b, &gateway.Options{Upstreams: spec})
+			for _, clients := range []int{1, 8} {
+				b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+					benchPaths(b, era, clients, off, on, [2]string{"off", "on"}, noopCall)
+				})
+			}
+		})
+	}
+}
+
 var _ = upstream.EraModern
 
 // layersServer has a read whose result is a 4 KiB GitHub issue holding an

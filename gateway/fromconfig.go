@@ -128,6 +128,13 @@ func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 	if opts.Decisions, err = DecisionsFromConfig(cfg); err != nil {
 		return nil, err
 	}
+	if rt := cfg.Retry; rt != (config.Retry{}) {
+		opts.Retry = &pipeline.RetryPolicy{Attempts: rt.Attempts, Initial: time.Duration(rt.Backoff), Max: time.Duration(rt.MaxBackoff),
+			Within: time.Duration(rt.Within), Budget: rt.Budget, Refill: time.Duration(rt.Refill)}
+	}
+	if e := cfg.Metrics.Enabled; e != nil && !*e {
+		opts.Metrics = &MetricsOptions{Off: true}
+	}
 	if len(disclosed) > 0 {
 		d := &Disclosure{Servers: disclosed, Options: disclose.Options{TTL: time.Duration(cfg.Disclosure.TTL)}}
 		if cfg.Disclosure.Store == config.StoreRedis {

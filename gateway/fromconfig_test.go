@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -248,7 +249,7 @@ decisions:
       decision: confirm
       approval: human
 `)
-	opts, err := gateway.OptionsFromConfig(cfg)
+	opts, err := optionsOf(t, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,4 +279,39 @@ decisions:
 			t.Errorf("error %v, want %q", err, want)
 		}
 	}
+}
+
+// TestOptionsFromConfigRetryMetrics: the retry and metrics keys become
+// Options.Retry and Options.Metrics; left out, both keep the gateway's
+// defaults (nil: retries and metrics on).
+func TestOptionsFromConfigRetryMetrics(t *testing.T) {
+	cfg, err := config.Parse("test.yaml", []byte("servers:\n  a: {command: x}\nretry:\n  attempts: 1\n  backoff: 50ms\n  maxBackoff: 1s\n  within: 10s\n  budget: 5\n  refill: 2s\nmetrics:\n  enabled: false\n"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := optionsOf(t, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &pipeline.RetryPolicy{Attempts: 1, Initial: 50 * time.Millisecond, Max: time.Second, Within: 10 * time.Second, Budget: 5, Refill: 2 * time.Second}
+	if !reflect.DeepEqual(opts.Retry, want) || opts.Metrics == nil || !opts.Metrics.Off {
+		t.Errorf("retry %+v, metrics %+v", opts.Retry, opts.Metrics)
+	}
+	cfg, err = config.Parse("test.yaml", []byte("servers:\n  a: {command: x}\n"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts, err = optionsOf(t, cfg); err != nil || opts.Retry != nil || opts.Metrics != nil {
+		t.Errorf("defaults: retry %+v, metrics %+v, %v", opts.Retry, opts.Metrics, err)
+	}
+}
+
+// optionsOf maps cfg with OptionsFromConfig and closes what it opened when
+// the test ends.
+func optionsOf(t *testing.T, cfg *config.Config) (*gateway.Options, error) {
+	opts, err := gateway.OptionsFromConfig(cfg)
+	if opts != nil {
+		t.Cleanup(func() { gateway.CloseOptions(opts) })
+	}
+	return opts, err
 }

@@ -7,7 +7,7 @@
 //
 // Build one with [New] from [Options], start its upstreams with
 // [Gateway.Start], serve it with [Gateway.Serve] (streamable HTTP at /mcp,
-// both eras on one URL, and /healthz) or [Gateway.ServeStdio], and stop it
+// both eras on one URL, /healthz and the Prometheus /metrics) or [Gateway.ServeStdio], and stop it
 // with [Gateway.Close].
 package gateway
 
@@ -32,6 +32,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/bridge"
 	"github.com/preflightmcp/preflight/gateway/catalog"
 	"github.com/preflightmcp/preflight/gateway/config"
+	"github.com/preflightmcp/preflight/gateway/metrics"
 	"github.com/preflightmcp/preflight/gateway/page"
 	"github.com/preflightmcp/preflight/gateway/pin"
 	"github.com/preflightmcp/preflight/gateway/pipeline"
@@ -143,8 +144,26 @@ type Options struct {
 	// which Close closes; a State given here is the caller's to close.
 	State *state.Store
 
+	// Retry bounds the retries of calls after a transient upstream failure
+	// (only calls that are idempotent by their resolution, or that never
+	// reached the upstream; see pipeline.Retry). Nil means the defaults of
+	// pipeline.RetryPolicy; Attempts 1 turns retries off.
+	Retry *pipeline.RetryPolicy
+	// Metrics configures the Prometheus metrics served at MetricsPath. Nil
+	// means on, with package metrics' defaults.
+	Metrics *MetricsOptions
+
 	// closers are closed by Close (stores OptionsFromConfig opened).
 	closers []func() error
+}
+
+// MetricsOptions configure the gateway's Prometheus metrics.
+type MetricsOptions struct {
+	// Off turns the metrics and MetricsPath off.
+	Off bool
+	// Buckets are the latency histogram's upper bounds in seconds; nil
+	// means metrics.DefaultBuckets().
+	Buckets []float64
 }
 
 // UpstreamSpec describes one upstream server and how its names are exposed.
@@ -211,6 +230,7 @@ type Gateway struct {
 	stages   []pipeline.Stage // of chain, outermost first
 	pinner   *pin.Pinner
 	pins     map[string]pinned // by upstream (rebuild goroutine only)
+	metrics  *metrics.Metrics  // nil when off
 
 	conns  []*upstream.Conn
 	byName map[string]*upstream.Conn
@@ -312,10 +332,17 @@ func New(opts *Options) (*Gateway, error) {
 	}
 	g.forward = bridge.New(&bridge.Options{Ring: o.Ring, Audience: o.Name, Parking: o.Parking, MaxRounds: o.MaxRounds, Logger: logger, Nonces: st.Nonces})
 	auditOpts := &pipeline.AuditOptions{SensitiveArgs: o.AuditSensitiveArgs, Logger: logger}
-	stages := []pipeline.Stage{
-		pipeline.Log(logger),
-		pipeline.Route(g),
+	stages := []pipeline.Stage{pipeline.Log(logger)}
+	if o.Metrics == nil || !o.Metrics.Off {
+		var mo metrics.Options
+		if o.Metrics != nil {
+			mo.Buckets = o.Metrics.Buckets
+		}
+		g.metrics = metrics.New(&mo)
+		g.metrics.Upstreams(g.upstreamMetrics)
+		stages = append(stages, pipeline.Metrics(g.metrics))
 	}
+	stages = append(stages, pipeline.Route(g))
 	if o.Auditor != nil {
 		stages = append(stages, pipeline.AuditRefused(o.Auditor, auditOpts))
 	}
@@ -347,6 +374,11 @@ func New(opts *Options) (*Gateway, error) {
 		stages = append(stages, pipeline.Redact(o.Redactor, &pipeline.RedactOptions{
 			Raw: func(b json.RawMessage) mcp.Result { return bridge.NewRaw(b) }, Logger: logger}))
 	}
+	var obs pipeline.RetryObserver
+	if g.metrics != nil {
+		obs = g.metrics
+	}
+	stages = append(stages, pipeline.Retry(o.Retry, obs))
 	g.stages = stages
 	g.chain = pipeline.Chain(g.forward, stages...)
 	var err error
@@ -366,6 +398,16 @@ func (g *Gateway) closeState() {
 	if g.ownState != nil {
 		g.ownState.Close()
 	}
+}
+
+// upstreamMetrics reports each upstream's health for the metrics.
+func (g *Gateway) upstreamMetrics() []metrics.Upstream {
+	out := make([]metrics.Upstream, 0, len(g.conns))
+	for _, c := range g.conns {
+		h := c.Health()
+		out = append(out, metrics.Upstream{Name: h.Name, Up: h.State == upstream.StateUp, Restarts: h.Restarts, Tools: h.Tools})
+	}
+	return out
 }
 
 // defaultVersion is the version of the module the gateway was built from,

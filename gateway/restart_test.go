@@ -29,6 +29,9 @@ const (
 )
 
 func runChildServer() int {
+	if os.Getenv(ledgerEnv) != "" {
+		return runLedgerServer()
+	}
 	if f := os.Getenv(childRefuseEnv); f != "" {
 		if _, err := os.Stat(f); err == nil {
 			fmt.Fprintln(os.Stderr, "child refusing to start")

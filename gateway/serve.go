@@ -24,6 +24,9 @@ const (
 	MCPPath = endpoint.Path
 	// HealthPath answers a JSON [Health] report.
 	HealthPath = "/healthz"
+	// MetricsPath serves the Prometheus metrics (docs/metrics.md), unless
+	// they are off.
+	MetricsPath = "/metrics"
 )
 
 // readHeaderTimeout bounds how long a client may take to send headers.
@@ -96,6 +99,15 @@ func (g *Gateway) healthHandler() http.Handler {
 	})
 }
 
+// MetricsHandler serves the gateway's Prometheus metrics (mounted at
+// MetricsPath by Serve); nil when they are off.
+func (g *Gateway) MetricsHandler() http.Handler {
+	if g.metrics == nil {
+		return nil
+	}
+	return g.metrics.Handler()
+}
+
 // Serve serves the gateway over HTTP on ln (MCPPath, HealthPath, the
 // page at PagePath when Options.Page is set, and the protected-resource
 // metadata of Options.Auth) until ctx is done; then it stops accepting, ends legacy clients' idle event
@@ -118,6 +130,9 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	if g.ui != nil {
 		mux.Handle(PagePath+"/", g.ui)
 		mux.Handle(PagePath, http.RedirectHandler(PagePath+"/", http.StatusSeeOther))
+	}
+	if h := g.MetricsHandler(); h != nil {
+		mux.Handle(MetricsPath, h)
 	}
 	// The same bounds as endpoint.Serve: a slow body cannot hold a
 	// connection, and event streams keep their write side.

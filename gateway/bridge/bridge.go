@@ -552,7 +552,14 @@ func outcomeOf(r *upstream.Result) string {
 // upstreamError turns an upstream's failure into the client's error: the
 // upstream's own JSON-RPC error as it sent it, or -32603 naming the
 // upstream.
+//
+// A transient failure ([upstream.TransientError]: the upstream down, the
+// connection or process lost, no answer in time, HTTP 5xx) is returned as
+// it is, for the retry stage to decide on.
 func upstreamError(up *upstream.Conn, err error) error {
+	if upstream.Transient(err) {
+		return err
+	}
 	var we *jsonrpc.Error
 	if errors.As(err, &we) {
 		return &jsonrpc.Error{Code: we.Code, Message: we.Message, Data: we.Data}

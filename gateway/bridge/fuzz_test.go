@@ -26,7 +26,7 @@ func FuzzStreamEvents(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c := &pipeline.Call{Method: upstream.MethodCallTool, Name: "t", Target: "t", Upstream: conn, Client: &pipeline.Client{Modern: true}}
 		var out bytes.Buffer
-		_ = fw.streamEvents(c, bufio.NewReaderSize(bytes.NewReader(b), 16), &out, nil)
+		_, _ = fw.streamEvents(c, bufio.NewReaderSize(bytes.NewReader(b), 16), &out, nil)
 		if out.Len() > 0 && len(b) == 0 {
 			t.Fatal("wrote something from nothing")
 		}

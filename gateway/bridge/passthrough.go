@@ -84,6 +84,12 @@ func (f *Forward) passthrough(ctx context.Context, c *pipeline.Call) (mcp.Result
 			out.Header().Set(k, v)
 		}
 	}
+	if resp.StatusCode >= 500 {
+		// Nothing is written yet: a transient failure, for the retry
+		// stage to decide on, as on the decoded path.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxEvent))
+		return nil, &upstream.TransientError{Upstream: c.Upstream.Name(), Kind: upstream.FailHTTP5xx, Status: resp.StatusCode, Sent: true}
+	}
 	if resp.StatusCode != http.StatusOK || (ct != "application/json" && ct != "text/event-stream") {
 		// A refusal (HTTP 400 with a JSON-RPC error, 404 for an unknown
 		// method): the client gets what a direct call would have got.
@@ -94,8 +100,14 @@ func (f *Forward) passthrough(ctx context.Context, c *pipeline.Call) (mcp.Result
 	}
 	if ct == "application/json" {
 		msg, err := io.ReadAll(io.LimitReader(resp.Body, maxEvent+1))
-		if err != nil || len(msg) > maxEvent {
-			return nil, internalError("upstream %q: reading the answer: %v", c.Upstream.Name(), err)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, &upstream.TransientError{Upstream: c.Upstream.Name(), Kind: upstream.FailConnection, Sent: true, Err: err}
+		}
+		if len(msg) > maxEvent {
+			return nil, internalError("upstream %q: an answer longer than %d bytes", c.Upstream.Name(), maxEvent)
 		}
 		msg = f.adapt(c, msg)
 		out.Header().Set("Content-Length", fmt.Sprint(len(msg)))
@@ -105,15 +117,31 @@ func (f *Forward) passthrough(ctx context.Context, c *pipeline.Call) (mcp.Result
 	}
 	out.WriteHeader(http.StatusOK)
 	flusher, _ := out.(http.Flusher)
-	if err := f.streamEvents(c, bufio.NewReaderSize(resp.Body, 32<<10), out, flusher); err != nil && ctx.Err() == nil {
+	responded, err := f.streamEvents(c, bufio.NewReaderSize(resp.Body, 32<<10), out, flusher)
+	if err != nil && ctx.Err() == nil {
 		f.logger.Warn("passing an upstream's event stream through failed", "tool", c.Name, "error", err)
+	}
+	if !responded && ctx.Err() == nil {
+		// The stream ended before the response, after the client got
+		// its first bytes: the call cannot be retried, and whether it
+		// took effect is unknown. The client is told so on the stream.
+		c.Outcome = "unknown"
+		id, _, _ := rawjson.Get(w.Body, "id")
+		msg := ErrorResponse(id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("upstream %q ended its answer to %s %q before the response: the outcome is unknown, and the call was not retried because its answer had started",
+				c.Upstream.Name(), c.Method, clip(c.Name)),
+			Data: json.RawMessage(`{"outcome":"unknown","retried":false}`)})
+		_, _ = fmt.Fprintf(out, "event: message\ndata: %s\n\n", msg)
+		if flusher != nil {
+			flusher.Flush()
+		}
 	}
 	return nil, nil
 }
 
 // streamEvents copies an event stream, event by event, adapting the
-// response it carries.
-func (f *Forward) streamEvents(c *pipeline.Call, r *bufio.Reader, w io.Writer, flusher http.Flusher) error {
+// response it carries, and reports whether it passed the response on.
+func (f *Forward) streamEvents(c *pipeline.Call, r *bufio.Reader, w io.Writer, flusher http.Flusher) (responded bool, err error) {
 	var (
 		event []byte   // the event's lines as received
 		data  [][]byte // its data lines
@@ -122,19 +150,23 @@ func (f *Forward) streamEvents(c *pipeline.Call, r *bufio.Reader, w io.Writer, f
 		line, err := readLine(r)
 		if err != nil {
 			if errors.Is(err, io.EOF) && len(event) > 0 {
-				err = f.writeEvent(c, w, event, data)
+				var resp bool
+				resp, err = f.writeEvent(c, w, event, data)
+				responded = responded || resp
 			}
 			if errors.Is(err, io.EOF) {
-				return nil
+				return responded, nil
 			}
-			return err
+			return responded, err
 		}
 		trimmed := bytes.TrimRight(line, "\r\n")
 		if len(trimmed) == 0 {
 			if len(event) > 0 {
-				if err := f.writeEvent(c, w, event, data); err != nil {
-					return err
+				resp, err := f.writeEvent(c, w, event, data)
+				if err != nil {
+					return responded, err
 				}
+				responded = responded || resp
 				if flusher != nil {
 					flusher.Flush()
 				}
@@ -143,7 +175,7 @@ func (f *Forward) streamEvents(c *pipeline.Call, r *bufio.Reader, w io.Writer, f
 			continue
 		}
 		if len(event)+len(line) > maxEvent {
-			return fmt.Errorf("an event longer than %d bytes", maxEvent)
+			return responded, fmt.Errorf("an event longer than %d bytes", maxEvent)
 		}
 		event = append(event, line...)
 		if v, ok := bytes.CutPrefix(trimmed, []byte("data:")); ok {
@@ -153,15 +185,18 @@ func (f *Forward) streamEvents(c *pipeline.Call, r *bufio.Reader, w io.Writer, f
 }
 
 // writeEvent writes one event: as received, unless its data is the
-// response, which is adapted.
-func (f *Forward) writeEvent(c *pipeline.Call, w io.Writer, event []byte, data [][]byte) error {
+// response, which is adapted. It reports whether the event was the
+// response.
+func (f *Forward) writeEvent(c *pipeline.Call, w io.Writer, event []byte, data [][]byte) (bool, error) {
+	response := false
 	if len(data) > 0 {
 		msg := bytes.Join(data, []byte("\n"))
 		if isResponse(msg) {
+			response = true
 			adapted := f.adapt(c, msg)
 			if !bytes.Equal(adapted, msg) || len(data) > 1 {
 				_, err := fmt.Fprintf(w, "event: message\ndata: %s\n\n", adapted)
-				return err
+				return true, err
 			}
 		}
 	}
@@ -169,7 +204,7 @@ func (f *Forward) writeEvent(c *pipeline.Call, w io.Writer, event []byte, data [
 		event = append(event, '\n')
 	}
 	_, err := w.Write(append(event, '\n'))
-	return err
+	return response, err
 }
 
 // readLine reads one line, newline included, bounded by maxEvent.

@@ -68,6 +68,11 @@ type Config struct {
 	Redaction Redaction `json:"redaction"`
 	// Decisions are the gateway's decisions on tool calls.
 	Decisions Decisions `json:"decisions"`
+	// Retry bounds retries after transient upstream failures; zero means
+	// the gateway's defaults.
+	Retry Retry `json:"retry,omitzero"`
+	// Metrics configures /metrics; zero means on.
+	Metrics Metrics `json:"metrics,omitzero"`
 }
 
 // Listen says where the gateway serves MCP. Its zero value leaves both to

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -211,6 +212,17 @@ func (d *decoder) decode(n *node, path string, v reflect.Value, text bool) {
 		if d.bool(n, path, &b) {
 			v.Set(reflect.ValueOf(&b))
 		}
+	case t.Kind() == reflect.Int:
+		if n.kind != scalarNode || (n.tag != "int" && !n.subst) {
+			d.fail(n, path, "expected a whole number, found %s", n.describe())
+			return
+		}
+		i, err := strconv.Atoi(n.text)
+		if err != nil || i < 0 {
+			d.fail(n, path, "%s is not a whole number from 0", quote(n.text))
+			return
+		}
+		v.SetInt(int64(i))
 	case t.Kind() == reflect.Bool:
 		var b bool
 		if d.bool(n, path, &b) {

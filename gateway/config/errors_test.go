@@ -26,7 +26,11 @@ var badFiles = []struct {
 	schema schemaVerdict
 }{
 	{"unknown_key.yaml", `3:5: servers.github.tpye: unknown key, did you mean type? (allowed: args, bearerTokenEnv, command, connect, cwd, decisions, disclose, env, envFile, exclude, headers, include, overrides, pin, prefix, rules, separator, timeouts, trust, type, url)`, schemaRejects},
-	{"top_unknown.yaml", `4:1: audits: unknown key, did you mean audit? (allowed: $schema, approvals, audit, auth, decisions, disclosure, listen, pins, redaction, redis, requestState, servers)`, schemaRejects},
+	{"top_unknown.yaml", `4:1: audits: unknown key, did you mean audit? (allowed: $schema, approvals, audit, auth, decisions, disclosure, listen, metrics, pins, redaction, redis, requestState, retry, servers)`, schemaRejects},
+	{"retry_bad.yaml", `5:13: retry.attempts: 0 attempts: want 1 (no retries) to 10
+6:11: retry.budget: expected a whole number, found the string "ten"
+8:15: retry.maxBackoff: 1s is less than retry.backoff (2s)
+10:12: metrics.enabled: expected true or false, found the string "no"`, schemaRejects},
 	{"bad_type.yaml", `3:11: servers.github.type: "htp" is not allowed (allowed: stdio, http, sse)`, schemaRejects},
 	{"stdio_with_url.yaml", `5:10: servers.files.url: not allowed for a stdio server (it is for http and sse servers)`, schemaRejects},
 	{"remote_stdio_fields.yaml", `4:10: servers.api.url: not an http:// or https:// URL with a host

@@ -68,6 +68,10 @@ func TestSchemaMatchesTypes(t *testing.T) {
 			if s != root.Defs["duration"] {
 				t.Errorf("%s: a duration, not $defs/duration", path)
 			}
+		case typ.Kind() == reflect.Int:
+			if s.Type != "integer" {
+				t.Errorf("%s: schema type %q, want integer", path, s.Type)
+			}
 		case typ == boolPtrType || typ.Kind() == reflect.Bool:
 			if s.Type != "boolean" {
 				t.Errorf("%s: schema type %q, want boolean", path, s.Type)

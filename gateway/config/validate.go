@@ -58,6 +58,7 @@ func (p *parser) validate(c *Config) {
 			s.Decisions = c.Decisions.Mode
 		}
 	}
+	p.retry(&c.Retry)
 	switch {
 	case c.Listen.HTTP == "":
 	case !validAddr(c.Listen.HTTP):

@@ -4,11 +4,12 @@
 //
 // The gateway's chain is, outermost first,
 //
-//	log -> route -> audit.refused -> pin -> resolve -> decide -> ask
-//	    -> approve -> confirmed -> audit -> redact -> forward
+//	log -> metrics -> route -> audit.refused -> pin -> resolve -> decide
+//	    -> ask -> approve -> confirmed -> audit -> redact -> retry -> forward
 //
 // each stage after route only when its feature is on.
 //
+// where a stage whose feature is off is left out.
 // A [Call] enters with what the client sent; route fills in the upstream
 // and its name for the target, resolve the call's annotations and policy
 // hints ([Resolution]), decide the [Decision], ask (or approve) the
@@ -69,19 +70,22 @@ type Call struct {
 	// handler writes the response to Wire.Response itself.
 	Wire *Wire
 
+	// Set by retry: how many times forward ran (0 when the call never
+	// reached it).
+	Attempts int
+
 	// Set by forward, for the stages that wrap it: the upstream's protocol
 	// era and how the call ended ("ok", "tool_error", "input_required").
 	// Stages that end a call themselves set Outcome too: "declined",
-	// "cancelled", "timeout", "denied", "quarantined", "unknown", "error".
+	// "cancelled", "timeout", "denied", "quarantined", "unknown" (the
+	// upstream failed after the request was sent and the call was not
+	// retried, or retries gave up), "error".
 	UpstreamEra string
 	Outcome     string
 
 	// redact: what was removed from the result (kinds and counts, never
 	// values); nil when the result was not redacted or not looked at.
 	Redaction *Redaction
-
-	// retry: how many times forward ran.
-	Attempts int
 
 	// audit: set once the call has an audit record, so that it gets
 	// exactly one (see [Audit]).

@@ -127,7 +127,9 @@ func Log(logger *slog.Logger) Stage {
 			attrs = append(attrs, slog.Float64("latencyMs", float64(time.Since(start).Microseconds())/1000))
 			if err != nil {
 				level = slog.LevelWarn
-				outcome = "error"
+				if outcome == "" {
+					outcome = "error"
+				}
 				var we *jsonrpc.Error
 				if errors.As(err, &we) {
 					attrs = append(attrs, slog.Int64("code", we.Code))

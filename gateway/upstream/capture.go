@@ -37,6 +37,17 @@ type sink struct {
 	before int64     // flow notifications read before the response
 	cache  cacheInfo // cache-control as the upstream sent it, if any
 	forget func()    // unregisters the sink from a connection, if set
+
+	// What became of the request, to classify its failure (failure.go).
+	written  bool // the request was written in full to the transport
+	answered bool // a response to it came (a result or a JSON-RPC error)
+	status   int  // an HTTP POST's 5xx status, if one came
+}
+
+func (s *sink) answer() {
+	s.mu.Lock()
+	s.answered = true
+	s.mu.Unlock()
 }
 
 // cacheInfo is the ttlMs and cacheScope of a result.
@@ -127,8 +138,12 @@ func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	err := c.Connection.Write(ctx, msg)
 	if err != nil {
 		s.done()
+		return err
 	}
-	return err
+	s.mu.Lock()
+	s.written = true
+	s.mu.Unlock()
+	return nil
 }
 
 func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -146,8 +161,11 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		s := c.waiting[m.ID]
 		delete(c.waiting, m.ID)
 		c.mu.Unlock()
-		if s != nil && m.Error == nil {
-			s.set(m.Result, c.flow)
+		if s != nil {
+			s.answer()
+			if m.Error == nil {
+				s.set(m.Result, c.flow)
+			}
 		}
 	}
 	return msg, err
@@ -164,11 +182,19 @@ type captureTransport struct {
 }
 
 func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	s := sinkFrom(req.Context())
+	if s != nil && req.Method == http.MethodPost {
+		req = req.WithContext(traceWrites(req.Context(), s))
+	}
 	resp, err := t.base.RoundTrip(req)
+	if err == nil && s != nil && req.Method == http.MethodPost && resp.StatusCode >= 500 {
+		s.mu.Lock()
+		s.status = resp.StatusCode
+		s.mu.Unlock()
+	}
 	if err != nil || resp.StatusCode/100 != 2 || resp.Body == nil {
 		return resp, err
 	}
-	s := sinkFrom(req.Context())
 	switch ct, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";"); strings.TrimSpace(strings.ToLower(ct)) {
 	case "application/json":
 		if s != nil {
@@ -284,9 +310,13 @@ func captureMessage(s *sink, f *flow, msg []byte) bool {
 	}
 	if res, ok, _ := rawjson.Get(msg, "result"); ok {
 		s.set(res, f)
+		s.answer()
 		return true
 	}
 	_, isErr, _ := rawjson.Get(msg, "error")
+	if isErr {
+		s.answer()
+	}
 	return isErr
 }
 

@@ -104,6 +104,7 @@ type Conn struct {
 	restarts []time.Time // within the restart window
 	upCount  int         // successful connections so far
 
+	wake     chan struct{} // closed and replaced at every change (Recover)
 	calls    callTable
 	inflight chan struct{}        // semaphore of running calls
 	flow     atomic.Pointer[flow] // of the current connection attempt
@@ -138,6 +139,7 @@ func New(spec Spec, opts *Options) (*Conn, error) {
 		state:    StateIdle,
 		since:    time.Now(),
 		inflight: make(chan struct{}, o.MaxInflight),
+		wake:     make(chan struct{}),
 	}
 	c.calls.init()
 	if !spec.Lazy {
@@ -236,6 +238,10 @@ func (c *Conn) setState(s State, err error) {
 }
 
 func (c *Conn) changed() {
+	c.mu.Lock()
+	close(c.wake)
+	c.wake = make(chan struct{})
+	c.mu.Unlock()
 	if f := c.opts.OnChange; f != nil {
 		f(c)
 	}

@@ -134,7 +134,7 @@ type Exchange interface {
 func (c *Conn) Start(ctx context.Context, req Request) (Exchange, error) {
 	cs, era, err := c.session()
 	if err != nil {
-		return nil, err
+		return nil, c.downError(err)
 	}
 	select {
 	case c.inflight <- struct{}{}:
@@ -223,7 +223,7 @@ func (b *call) send(ctx context.Context, answers mcp.InputResponseMap, state str
 		return nil, fmt.Errorf("upstream: cannot send %q as an exchange", b.req.Method)
 	}
 	if err != nil {
-		return nil, err
+		return nil, b.conn.classify(ctx, b.cs, s, err)
 	}
 	s.settle(ctx, b.conn.flow.Load())
 	raw := s.result()

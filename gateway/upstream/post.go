@@ -26,17 +26,20 @@ var ErrNoPassthrough = errors.New("upstream cannot take requests as they came")
 // Post sends one JSON-RPC request to the upstream's endpoint as it is, with
 // header (the client's standard MCP headers) and the upstream's own
 // configured headers, and returns the response for the caller to read and
-// close. It is bounded by CallTimeout.
+// close. It is bounded by CallTimeout. An upstream that is down, a lost
+// connection and a timeout are [TransientError]s; the caller classifies
+// the response's status.
 func (c *Conn) Post(ctx context.Context, body []byte, header http.Header) (*http.Response, context.CancelFunc, error) {
 	c.mu.Lock()
 	client := c.rawClient
 	ok := c.cs != nil && c.era >= EraModern && client != nil
 	c.mu.Unlock()
 	if !ok {
-		return nil, nil, ErrNoPassthrough
+		return nil, nil, c.downError(ErrNoPassthrough)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.spec.CallTimeout)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.spec.URL, bytes.NewReader(body))
+	s := &sink{}
+	req, err := http.NewRequestWithContext(traceWrites(ctx, s), http.MethodPost, c.spec.URL, bytes.NewReader(body))
 	if err != nil {
 		cancel()
 		return nil, nil, err
@@ -44,8 +47,9 @@ func (c *Conn) Post(ctx context.Context, body []byte, header http.Header) (*http
 	req.Header = header
 	resp, err := client.Do(req)
 	if err != nil {
+		err = c.classify(ctx, nil, s, fmt.Errorf("upstream %q: %w", c.spec.Name, err))
 		cancel()
-		return nil, nil, fmt.Errorf("upstream %q: %w", c.spec.Name, err)
+		return nil, nil, err
 	}
 	return resp, cancel, nil
 }
