@@ -137,17 +137,22 @@ func (u UpstreamSpec) naming() catalog.Naming {
 
 // Gateway is an MCP server in front of upstream servers.
 type Gateway struct {
-	opts     Options
-	logger   *slog.Logger
-	server   *mcp.Server
-	rs       *resolve.Server
-	resolver pipeline.Resolver
-	forward  *bridge.Forward
-	chain    pipeline.Handler
+	opts    Options
+	logger  *slog.Logger
+	server  *mcp.Server
+	rs      *resolve.Server
+	forward *bridge.Forward
+	chain   pipeline.Handler
 
-	conns  []*upstream.Conn
-	byName map[string]*upstream.Conn
-	multi  bool // more than one upstream: names are prefixed
+	// ups is the set of upstreams the next rebuild aggregates; the
+	// snapshot in state holds the set it was built from, which routes
+	// calls. Reload replaces both; retiring holds the upstreams a reload
+	// removed or replaced until their calls in flight end.
+	ups       atomic.Pointer[upstreamSet]
+	resolvers atomic.Pointer[resolverBox]
+	disclosed atomic.Pointer[discloseSet] // nil: disclosure is off
+	reloadMu  sync.Mutex                  // one Reload at a time
+	retiring  map[*upstream.Conn]*member  // under mu
 
 	state    atomic.Pointer[snapshot]
 	rebuildC chan struct{}
@@ -159,6 +164,7 @@ type Gateway struct {
 	started  bool
 	stopping bool
 	cancel   context.CancelFunc
+	runCtx   context.Context // the upstreams' context, from Start
 	wg       sync.WaitGroup
 
 	subs subscriptions
@@ -200,44 +206,51 @@ func New(opts *Options) (*Gateway, error) {
 	g := &Gateway{
 		opts:     o,
 		logger:   logger,
-		byName:   map[string]*upstream.Conn{},
-		multi:    len(o.Upstreams) > 1,
 		rebuildC: make(chan struct{}, 1),
 		changed:  make(chan struct{}),
-		resolver: o.Resolver,
+		retiring: map[*upstream.Conn]*member{},
 	}
-	if g.resolver == nil {
-		g.resolver = pipeline.UpstreamOrStatic{Logger: logger}
-	}
+	g.setResolver(o.Resolver)
 	g.subs.init()
 	info := &mcp.Implementation{Name: o.Name, Version: o.Version}
+	set := &upstreamSet{byName: map[string]*member{}, specs: map[string]UpstreamSpec{}, multi: len(o.Upstreams) > 1}
 	for _, u := range o.Upstreams {
-		if _, dup := g.byName[u.Name]; dup {
+		if _, dup := set.byName[u.Name]; dup {
 			return nil, fmt.Errorf("gateway: two upstreams named %q", u.Name)
 		}
-		c, err := upstream.New(u.spec(), &upstream.Options{
-			Logger:            logger,
-			Naming:            u.naming(),
-			ClientInfo:        info,
-			OnChange:          func(*upstream.Conn) { g.rebuildSoon() },
-			OnListChanged:     g.listChanged,
-			OnResourceUpdated: g.resourceUpdated,
-		})
+		m, err := g.newMember(u, info)
 		if err != nil {
-			return nil, fmt.Errorf("gateway: %w", err)
+			return nil, err
 		}
-		g.conns = append(g.conns, c)
-		g.byName[u.Name] = c
+		set.add(m, u)
 	}
-	g.state.Store(&snapshot{view: catalog.Build(nil, g.multi)})
+	g.ups.Store(set)
+	g.state.Store(&snapshot{view: catalog.Build(nil, set.multi), set: set})
 	g.server = g.newServer(info)
 	g.forward = bridge.New(&bridge.Options{Ring: o.Ring, Audience: o.Name, Parking: o.Parking, MaxRounds: o.MaxRounds, Logger: logger})
 	g.chain = pipeline.Chain(g.forward,
 		pipeline.Log(logger),
 		pipeline.Route(g),
-		pipeline.Resolve(g.resolver, logger),
+		g.hold(),
+		pipeline.Resolve(swapResolver{g}, logger),
 	)
 	return g, nil
+}
+
+// newMember makes the connection of one upstream; it does not run it.
+func (g *Gateway) newMember(u UpstreamSpec, info *mcp.Implementation) (*member, error) {
+	c, err := upstream.New(u.spec(), &upstream.Options{
+		Logger:            g.logger,
+		Naming:            u.naming(),
+		ClientInfo:        info,
+		OnChange:          func(*upstream.Conn) { g.rebuildSoon() },
+		OnListChanged:     g.listChanged,
+		OnResourceUpdated: g.resourceUpdated,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	return &member{conn: c, idle: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
 // defaultVersion is the version of the module the gateway was built from,
@@ -262,10 +275,14 @@ func (g *Gateway) Server() *mcp.Server { return g.server }
 // View implements pipeline.Directory: the current aggregated catalog.
 func (g *Gateway) View() *catalog.View { return g.state.Load().view }
 
-// Upstream implements pipeline.Directory.
+// Upstream implements pipeline.Directory: the upstream of that name in
+// the set the current catalog was built from.
 func (g *Gateway) Upstream(name string) (*upstream.Conn, bool) {
-	c, ok := g.byName[name]
-	return c, ok
+	m, ok := g.state.Load().set.byName[name]
+	if !ok {
+		return nil, false
+	}
+	return m.conn, true
 }
 
 // Start connects the upstreams (each on its own, in parallel; lazy ones
@@ -278,19 +295,28 @@ func (g *Gateway) Start() {
 	}
 	g.started = true
 	ctx, cancel := context.WithCancel(context.Background())
-	g.cancel = cancel
+	g.cancel, g.runCtx = cancel, ctx
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
 		g.rebuildLoop(ctx)
 	}()
-	for _, c := range g.conns {
-		g.wg.Add(1)
-		go func() {
-			defer g.wg.Done()
-			c.Run(ctx)
-		}()
+	for _, m := range g.ups.Load().members {
+		g.run(m)
 	}
+}
+
+// run runs m's connection until the gateway stops or m is retired; g.mu
+// held, g.runCtx set.
+func (g *Gateway) run(m *member) {
+	ctx, cancel := context.WithCancel(g.runCtx)
+	m.cancel = cancel
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		defer close(m.done)
+		m.conn.Run(ctx)
+	}()
 }
 
 // Close ends parked calls and stops the upstreams (stdio servers get their
@@ -325,7 +351,8 @@ func (g *Gateway) WaitReady(ctx context.Context) error {
 		g.mu.Unlock()
 		ready := true
 		var waiting []string
-		for _, c := range g.conns {
+		for _, m := range g.ups.Load().members {
+			c := m.conn
 			h := c.Health()
 			if c.Spec().Lazy {
 				continue
@@ -347,10 +374,11 @@ func (g *Gateway) WaitReady(ctx context.Context) error {
 }
 
 // viewHas reports whether the current view was built with upstream's
-// listing.
+// listing, in the current set of upstreams.
 func (g *Gateway) viewHas(name string) bool {
-	_, ok := g.state.Load().upstreams[name]
-	return ok
+	snap := g.state.Load()
+	_, ok := snap.upstreams[name]
+	return ok && snap.set == g.ups.Load()
 }
 
 // broadcast wakes the waiters on Changed; g.mu must be held.
