@@ -9,8 +9,11 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"reflect"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -20,6 +23,7 @@ import (
 	"github.com/preflightmcp/preflight/examples/files/filetool"
 	"github.com/preflightmcp/preflight/examples/folders/foldertool"
 	"github.com/preflightmcp/preflight/gateway"
+	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/upstream"
 )
 
@@ -31,22 +35,34 @@ const defaultServeAddr = "127.0.0.1:7780"
 // prints what it serves (it serves meanwhile, and goes on if some are late).
 const serveReadyTimeout = 15 * time.Second
 
-// configLoader reads a configuration file into the gateway's options.
-type configLoader func(path string) (*gateway.Options, error)
+// configWatcher reads a configuration file and calls fn with it, then
+// again whenever it changes or reload delivers a value, until ctx is done
+// (package gateway/config's Watch).
+type configWatcher func(ctx context.Context, path string, opts *config.WatchOptions, fn func(*config.Config, error)) error
 
 type serveCmd struct {
-	addr     string
+	addr     addrFlag
 	stdio    bool
 	config   string
 	data     string
 	logLevel string
 
-	load configLoader // nil: loadConfigFile
+	watch configWatcher    // nil: config.Watch
+	hup   <-chan os.Signal // nil: SIGHUP, when serving a configuration
 
 	// common is empty: serve runs until it is stopped and writes no
 	// report, so it has neither -format, -o nor -timeout.
 	common
 }
+
+// addrFlag is -http: an address, and whether the command line gave it.
+type addrFlag struct {
+	value string
+	set   bool
+}
+
+func (a *addrFlag) String() string     { return a.value }
+func (a *addrFlag) Set(v string) error { a.value, a.set = v, true; return nil }
 
 func (c *serveCmd) synopsis() string {
 	return `usage: preflight serve [-http ADDR | -stdio] [-config FILE] [-data DIR] [-log-level LEVEL]
@@ -68,6 +84,14 @@ repository (manage_files, and folders with delete_folder, rename_folder and
 describe_folder) on a data directory of its own (-data), and prints where to
 point a client.
 
+With -config it reloads the file when it changes and on SIGHUP, without
+dropping calls in flight: servers added are connected, servers removed or
+changed are stopped (or replaced) once their calls in flight end, servers
+unchanged are left running, and the new rules, overrides and trust apply
+to the next call. A file that does not load is logged with its error and
+the running configuration stays. listen (and -http, -stdio) take effect
+only at start. Without -http, listen.http of the file is where it serves.
+
 Logs are JSON on standard error, one record per call. Interrupt (Ctrl-C) or
 SIGTERM stops it after the calls in flight finish.
 
@@ -79,7 +103,8 @@ could not be read.
 
 func (c *serveCmd) flags(fs *flag.FlagSet) {
 	c.untilStopped = true
-	fs.StringVar(&c.addr, "http", defaultServeAddr, "serve streamable HTTP at `ADDR` (host:port; loopback unless you need otherwise)")
+	c.addr.value = defaultServeAddr
+	fs.Var(&c.addr, "http", "serve streamable HTTP at `ADDR` (host:port; loopback unless you need otherwise); without it, listen.http of the configuration")
 	fs.BoolVar(&c.stdio, "stdio", false, "serve one client over standard input and output instead of HTTP")
 	fs.StringVar(&c.config, "config", "", "configuration `FILE` (preflight YAML, or the mcpServers JSON of Claude Desktop, Claude Code or Cursor, or VS Code's servers); empty serves the built-in setup")
 	fs.StringVar(&c.data, "data", "", "data `DIR` of the built-in setup (default: preflight/serve under the user's cache directory)")
@@ -87,7 +112,7 @@ func (c *serveCmd) flags(fs *flag.FlagSet) {
 }
 
 func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
-	stdout, stderr := env.stdout, env.stderr
+	stderr := env.stderr
 	if len(inv.args) > 0 || inv.dashDash {
 		return usagef("serve takes no arguments")
 	}
@@ -97,65 +122,203 @@ func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	var (
-		opts    *gateway.Options
-		setup   string
-		cleanup func()
-	)
 	if c.config != "" {
 		if c.data != "" {
 			return usagef("-data is for the built-in setup; a configuration file names its own servers")
 		}
-		load := c.load
-		if load == nil {
-			load = loadConfigFile
-		}
-		var err error
-		if opts, err = load(c.config); err != nil {
-			return err
-		}
-		setup = "configuration " + c.config
-	} else {
-		dir, err := c.dataDir()
-		if err != nil {
-			return err
-		}
-		opts, cleanup, err = builtinSetup(dir)
-		if err != nil {
-			return err
-		}
-		defer cleanup()
-		setup = "built-in setup, data in " + dir
+		return c.serveConfig(ctx, env, logger)
 	}
+	dir, err := c.dataDir()
+	if err != nil {
+		return err
+	}
+	opts, cleanup, err := builtinSetup(dir)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
 	opts.Logger = logger
+	g, err := c.start(opts)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	return c.serve(ctx, env, g, logger, "built-in setup, data in "+dir, c.addr.value, nil)
+}
+
+// start builds and starts the gateway.
+func (c *serveCmd) start(opts *gateway.Options) (*gateway.Gateway, error) {
 	if opts.Version == "" {
 		opts.Version = "devel"
 	}
 	g, err := gateway.New(opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	g.Start()
-	defer g.Close()
+	return g, nil
+}
 
+// serve serves g over stdio or HTTP at addr until ctx is done, passing
+// each value of updates to apply meanwhile.
+func (c *serveCmd) serve(ctx context.Context, env *env, g *gateway.Gateway, logger *slog.Logger, setup, addr string, updates <-chan func()) error {
+	served := make(chan error, 1)
 	if c.stdio {
 		logger.Info("serving over stdio", "setup", setup)
-		return endpoint.ServeStdio(ctx, g.Server())
+		go func() { served <- endpoint.ServeStdio(ctx, g.Server()) }()
+	} else {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return &exitError{code: exitFailure, err: err}
+		}
+		go func() { served <- g.Serve(ctx, ln) }()
+		base := "http://" + ln.Addr().String()
+		wctx, cancel := context.WithTimeout(ctx, serveReadyTimeout)
+		_ = g.WaitReady(wctx) // a late upstream shows as such below
+		cancel()
+		printServing(env.stdout, base, setup, g.Health())
 	}
-	ln, err := net.Listen("tcp", c.addr)
-	if err != nil {
+	for {
+		select {
+		case err := <-served:
+			logger.Info("stopped")
+			return err
+		case apply := <-updates:
+			apply()
+		}
+	}
+}
+
+// serveConfig serves the configuration file, reloading it when it changes
+// and on SIGHUP.
+func (c *serveCmd) serveConfig(ctx context.Context, env *env, logger *slog.Logger) error {
+	watch := c.watch
+	if watch == nil {
+		watch = config.Watch
+	}
+	hup := c.hup
+	if hup == nil {
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGHUP)
+		defer signal.Stop(sig)
+		hup = sig
+	}
+	// The watch runs on its own goroutine; what it reads is applied on
+	// serve's, one version at a time.
+	wctx, stopWatch := context.WithCancel(ctx)
+	type version struct {
+		cfg *config.Config
+		err error
+	}
+	versions := make(chan version)
+	watched := make(chan error, 1)
+	go func() {
+		watched <- watch(wctx, c.config, &config.WatchOptions{Reload: hup, Logger: logger}, func(cfg *config.Config, err error) {
+			select {
+			case versions <- version{cfg, err}:
+			case <-wctx.Done():
+			}
+		})
+	}()
+	defer func() {
+		stopWatch()
+		<-watched
+	}()
+	var first *config.Config
+	select {
+	case v := <-versions:
+		first = v.cfg
+	case err := <-watched:
+		watched <- nil // for the deferred wait
+		if err == nil {
+			err = ctx.Err()
+		}
 		return &exitError{code: exitFailure, err: err}
 	}
-	served := make(chan error, 1)
-	go func() { served <- g.Serve(ctx, ln) }()
-	base := "http://" + ln.Addr().String()
-	wctx, cancel := context.WithTimeout(ctx, serveReadyTimeout)
-	_ = g.WaitReady(wctx) // a late upstream shows as such below
-	cancel()
-	printServing(stdout, base, setup, g.Health())
-	err = <-served
-	logger.Info("stopped")
-	return err
+	opts, err := optionsFromConfig(c.config, first)
+	if err != nil {
+		return err
+	}
+	opts.Logger = logger
+	addr := c.addr.value
+	if !c.addr.set && first.Listen.HTTP != "" {
+		addr = first.Listen.HTTP
+	}
+	if first.Listen.Stdio && !c.stdio {
+		logger.Warn("listen.stdio is not served by itself: start the gateway with -stdio to serve stdio", "file", c.config)
+	}
+	g, err := c.start(opts)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+
+	// Each new version is applied on serve's goroutine.
+	running := first
+	updates := make(chan func())
+	relayed := make(chan struct{})
+	defer func() {
+		stopWatch()
+		<-relayed
+	}()
+	go func() {
+		defer close(relayed)
+		for {
+			var v version
+			select {
+			case v = <-versions:
+			case <-wctx.Done():
+				return
+			}
+			select {
+			case updates <- func() { running = c.reload(ctx, g, logger, running, v.cfg, v.err) }:
+			case <-wctx.Done():
+				return
+			}
+		}
+	}()
+	return c.serve(ctx, env, g, logger, "configuration "+c.config, addr, updates)
+}
+
+// reload applies next, a new version of the configuration (or the error
+// that kept it from loading), to g, and returns the configuration now in
+// force.
+func (c *serveCmd) reload(ctx context.Context, g *gateway.Gateway, logger *slog.Logger, running, next *config.Config, err error) *config.Config {
+	if err != nil {
+		// Watch logged it with the file, the key and what is allowed.
+		return running
+	}
+	opts, err := optionsFromConfig(c.config, next)
+	if err != nil {
+		logger.Error("configuration not reloaded: the running one stays in force", "file", c.config, "error", err)
+		return running
+	}
+	opts.Logger = logger
+	opts.Version = "devel"
+	var added, removed, changed []string
+	for _, name := range next.Names() {
+		if old, ok := running.Servers[name]; !ok {
+			added = append(added, name)
+		} else if !reflect.DeepEqual(old, next.Servers[name]) {
+			changed = append(changed, name)
+		}
+	}
+	for _, name := range running.Names() {
+		if _, ok := next.Servers[name]; !ok {
+			removed = append(removed, name)
+		}
+	}
+	logger.Info("configuration changed", "file", c.config, "serversAdded", added, "serversRemoved", removed, "serversChanged", changed)
+	if !reflect.DeepEqual(running.Listen, next.Listen) {
+		logger.Warn("listen changed: it takes effect at start; restart the gateway to apply it", "file", c.config)
+	}
+	if !reflect.DeepEqual(running.Disclosure, next.Disclosure) || !reflect.DeepEqual(running.Redis, next.Redis) {
+		logger.Info("disclosure changed: the disclosed servers apply now; turning it on or off, its store and ttl take effect at start", "file", c.config)
+	}
+	if err := g.Reload(ctx, opts); err != nil {
+		logger.Error("configuration not fully reloaded", "file", c.config, "error", err)
+	}
+	return next
 }
 
 // dataDir returns the built-in setup's data directory, creating it.
