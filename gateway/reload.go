@@ -113,6 +113,9 @@ func (g *Gateway) setResolver(r pipeline.Resolver) {
 	if r == nil {
 		r = pipeline.UpstreamOrStatic{Logger: g.logger}
 	}
+	if rr, ok := r.(*RulesResolver); ok && rr.gatewayLogs {
+		rr.logger, rr.gatewayLogs = g.logger, false
+	}
 	g.resolvers.Store(&resolverBox{r})
 }
 

@@ -25,7 +25,7 @@ var badFiles = []struct {
 	want   string
 	schema schemaVerdict
 }{
-	{"unknown_key.yaml", `3:5: servers.github.tpye: unknown key, did you mean type? (allowed: args, bearerTokenEnv, command, connect, cwd, disclose, env, envFile, exclude, headers, include, overrides, pin, prefix, rules, separator, timeouts, trust, type, url)`, schemaRejects},
+	{"unknown_key.yaml", `3:5: servers.github.tpye: unknown key, did you mean type? (allowed: args, bearerTokenEnv, command, connect, cwd, disclose, env, envFile, exclude, headers, include, overrides, pack, pin, prefix, rules, separator, timeouts, trust, type, url)`, schemaRejects},
 	{"top_unknown.yaml", `4:1: audit: unknown key (allowed: $schema, auth, disclosure, listen, redis, servers)`, schemaRejects},
 	{"bad_type.yaml", `3:11: servers.github.type: "htp" is not allowed (allowed: stdio, http, sse)`, schemaRejects},
 	{"stdio_with_url.yaml", `5:10: servers.files.url: not allowed for a stdio server (it is for http and sse servers)`, schemaRejects},
@@ -47,6 +47,9 @@ var badFiles = []struct {
 	{"discover.yaml", `6:17: servers.files.timeouts.discover: 10s is longer than timeouts.connect (2s), which bounds it`, schemaAccepts},
 	{"pin.yaml", `5:10: servers.github.pin: "audit" is not allowed (allowed: strict, warn, off)
 8:10: servers.files.pin: expected one of strict, warn, off, found true`, schemaRejects},
+	{"pack.yaml", `4:11: servers.github.pack: expected true, false or the name of a rules pack shipped with the gateway (such as github), found the number 3
+7:11: servers.files.pack: "GitHub Server" is not a pack's name: want true, false or the name of a rules pack shipped with the gateway (such as github)
+10:11: servers.memory.pack: expected true, false or the name of a rules pack shipped with the gateway (such as github), found a sequence`, schemaRejects},
 	{"bad_bool.yaml", `4:15: servers.files.disclose: expected true or false, found the string "yes"`, schemaRejects},
 	{"listen.yaml", `2:9: listen.http: "localhost" is not host:port (such as 127.0.0.1:8080)
 3:10: listen.stdio: expected true or false, found the string "true"`, schemaRejects},
