@@ -284,3 +284,48 @@ func TestReloadRefused(t *testing.T) {
 		t.Error("a changed name is not logged as needing a restart")
 	}
 }
+
+// TestReloadDisclosure moves progressive disclosure from one upstream to
+// the other: calls are gated by the new set at once, clients are told the
+// list changed, and neither upstream is restarted.
+func TestReloadDisclosure(t *testing.T) {
+	a, b := childSpec(t, "a", ""), childSpec(t, "b", "")
+	opts := &gateway.Options{Upstreams: []gateway.UpstreamSpec{a, b}, Disclosure: &gateway.Disclosure{Servers: []string{"a"}}}
+	g, url := startGateway(t, opts)
+	changes := make(chan struct{}, 100)
+	cs := connect(t, url, legacy, nil, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changes <- struct{}{} }})
+	call := func(name string) (pid string, gated bool) {
+		t.Helper()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+		if err != nil {
+			return "", strings.Contains(err.Error(), "TOOL_DESCRIPTION_REQUIRED")
+		}
+		if res.IsError {
+			return "", strings.Contains(text(t, res), "TOOL_DESCRIPTION_REQUIRED") || strings.Contains(text(t, res), "tool_descriptions")
+		}
+		return text(t, res), false
+	}
+	if _, gated := call("a__hello"); !gated {
+		t.Error("a's tool is not gated before the reload")
+	}
+	pidB, gated := call("b__hello")
+	if gated || pidB == "" {
+		t.Fatal("b's tool is gated before the reload")
+	}
+	drainSignals(changes)
+	before := g.Health().Upstreams
+	reload(t, g, &gateway.Options{Logger: opts.Logger, Upstreams: []gateway.UpstreamSpec{a, b}, Disclosure: &gateway.Disclosure{Servers: []string{"b"}}})
+	within(t, changes, "tools/list_changed after the disclosed servers changed")
+	if _, gated := call("b__hello"); !gated {
+		t.Error("b's tool is not gated after the reload")
+	}
+	if pid, gated := call("a__hello"); gated || pid == "" {
+		t.Error("a's tool is still gated after the reload")
+	}
+	// The same connections: up since the same moment.
+	for i, h := range g.Health().Upstreams {
+		if h.State != before[i].State || !h.Since.Equal(before[i].Since) {
+			t.Errorf("upstream %s was reconnected: %+v, then %+v", h.Name, before[i], h)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
 
@@ -149,5 +151,60 @@ func TestServeReload(t *testing.T) {
 	cancel()
 	if code := <-exited; code != exitOK {
 		t.Errorf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+}
+
+// TestServeFlagWinsOverListen: -http on the command line wins over the
+// file's listen.http (here an address already taken, which serve would
+// fail to listen on).
+func TestServeFlagWinsOverListen(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	cfg, err := config.Parse("preflight.yaml", []byte("listen:\n  http: "+taken.Addr().String()+"\nservers:\n  late: {url: \"http://127.0.0.1:1/mcp\", connect: lazy}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &serveCmd{config: "preflight.yaml", logLevel: "info",
+		watch: func(ctx context.Context, _ string, _ *config.WatchOptions, fn func(*config.Config, error)) error {
+			fn(cfg, nil)
+			<-ctx.Done()
+			return nil
+		}}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	c.flags(fs)
+	if err := fs.Parse([]string{"-http", "127.0.0.1:0"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- c.run(ctx, &env{stdin: strings.NewReader(""), stdout: outW, stderr: newTermWriter(io.Discard, textOutput)}, invocation{})
+		outW.Close()
+	}()
+	sc := bufio.NewScanner(outR)
+	var printed strings.Builder
+	for sc.Scan() {
+		printed.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), "Stop with") {
+			break
+		}
+	}
+	go io.Copy(io.Discard, outR)
+	m := regexp.MustCompile(`serving MCP at http://(\S+)/mcp`).FindStringSubmatch(printed.String())
+	if m == nil {
+		cancel()
+		t.Fatalf("not serving: %v\n%s", <-done, printed.String())
+	}
+	if m[1] == taken.Addr().String() {
+		t.Errorf("serving at the file's listen.http %s, not at -http", m[1])
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("serve: %v", err)
 	}
 }
