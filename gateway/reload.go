@@ -238,7 +238,14 @@ func (g *Gateway) Reload(ctx context.Context, opts *Options) error {
 	g.mu.Unlock()
 	werr := g.firstAttempt(ctx, runCtx, waitFor)
 
-	// Publish the new set and the catalog built from it.
+	// Publish the new set and the catalog built from it. The upstreams
+	// leaving it are findable among the retiring from now on, so that a
+	// call routed by the previous catalog is still counted on its own.
+	g.mu.Lock()
+	for _, m := range gone {
+		g.retiring[m.conn] = m
+	}
+	g.mu.Unlock()
 	g.ups.Store(next)
 	if disclosureChanged {
 		g.listChanged(nil, upstream.ListTools)
@@ -260,7 +267,6 @@ func (g *Gateway) Reload(ctx context.Context, opts *Options) error {
 			m.cancel() // Close waits for it
 			continue
 		}
-		g.retiring[m.conn] = m
 		g.wg.Add(1)
 		go g.drain(m, runCtx)
 	}
