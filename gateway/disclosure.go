@@ -3,7 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"slices"
+	"maps"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -31,10 +31,32 @@ type Disclosure struct {
 	Close func() error
 }
 
+// discloseSet is which upstreams' tools are disclosed; Reload replaces it.
+type discloseSet struct {
+	all   bool
+	names map[string]bool
+}
+
+func newDiscloseSet(d *Disclosure) *discloseSet {
+	if d.Servers == nil {
+		return &discloseSet{all: true}
+	}
+	s := &discloseSet{names: make(map[string]bool, len(d.Servers))}
+	for _, name := range d.Servers {
+		s.names[name] = true
+	}
+	return s
+}
+
+// equal reports whether s and o disclose the same upstreams.
+func (s *discloseSet) equal(o *discloseSet) bool {
+	return s.all == o.all && maps.Equal(s.names, o.names)
+}
+
 // discloses reports whether the tools of the named upstream are disclosed.
 func (g *Gateway) discloses(up string) bool {
-	d := g.opts.Disclosure
-	return d != nil && (d.Servers == nil || slices.Contains(d.Servers, up))
+	d := g.disclosed.Load()
+	return d != nil && (d.all || d.names[up])
 }
 
 // gatePassed is what the innermost middleware answers a tools/call that
@@ -76,6 +98,7 @@ func (g *Gateway) installDisclosure(s *mcp.Server) {
 			return next(ctx, method, req)
 		}
 	})
+	g.disclosed.Store(newDiscloseSet(d))
 	opts := d.Options
 	if opts.Logger == nil {
 		opts.Logger = g.logger

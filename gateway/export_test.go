@@ -20,4 +20,4 @@ func InsertStage(g *Gateway, before string, s pipeline.Stage) {
 
 // CloseOptions closes what OptionsFromConfig opened for options no gateway
 // was built from (closing twice is harmless).
-func CloseOptions(o *Options) { o.close() }
+func CloseOptions(o *Options) { _ = o.Close() }

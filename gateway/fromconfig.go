@@ -164,14 +164,14 @@ func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 	}
 	if !cfg.Approvals.IsZero() {
 		if err := approvalsFromConfig(cfg, opts); err != nil {
-			opts.close()
+			_ = opts.Close()
 			return nil, err
 		}
 	}
 	if pinning(cfg) {
 		store, err := OpenPinStore(context.Background(), cfg.Pins)
 		if err != nil {
-			opts.close()
+			_ = opts.Close()
 			return nil, err
 		}
 		opts.Pinner = pin.New(store, &pin.Options{Mode: PinModes(cfg)})
@@ -179,7 +179,7 @@ func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 	}
 	if cfg.Audit.Store != config.AuditOff {
 		if err := auditFromConfig(cfg.Audit, opts); err != nil {
-			opts.close()
+			_ = opts.Close()
 			return nil, err
 		}
 	}
@@ -225,24 +225,33 @@ func approvalsFromConfig(cfg *config.Config, opts *Options) error {
 	return nil
 }
 
-// close runs the closers of what OptionsFromConfig opened, for a mapping
-// that failed half-way.
-func (o *Options) close() {
+// Close closes what OptionsFromConfig opened (the audit log, the pin,
+// approval and disclosure stores, Redis clients) for options that no
+// gateway took over: a mapping that failed half-way, a gateway that could
+// not be built, a reload whose running gateway keeps its own stores. A
+// Gateway built from the options closes them itself in [Gateway.Close].
+// Closing twice is harmless.
+func (o *Options) Close() error {
+	var errs []error
 	if o.Auditor != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
-		_ = o.Auditor.Close(ctx)
+		errs = append(errs, o.Auditor.Close(ctx))
 		cancel()
+		o.Auditor = nil
 	}
 	if o.AuditStore != nil {
-		_ = o.AuditStore.Close()
+		errs = append(errs, o.AuditStore.Close())
+		o.AuditStore = nil
 	}
 	if d := o.Disclosure; d != nil && d.Close != nil {
-		_ = d.Close()
+		errs = append(errs, d.Close())
+		d.Close = nil
 	}
 	for _, c := range o.closers {
-		_ = c()
+		errs = append(errs, c())
 	}
 	o.closers = nil
+	return errors.Join(errs...)
 }
 
 // pinning reports whether some server's definitions are pinned.

@@ -82,7 +82,7 @@ func TestOptionsFromClientFiles(t *testing.T) {
 func TestOptionsFromConfigRefuses(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
 		{"servers:\n  a: {command: x, prefix: \"\"}\n  b: {command: y}\n", "servers.a.prefix"},
-		{"servers:\n  a:\n    command: x\n    rules:\n      - {name: r, tool: \"read_*\", annotations: {readOnlyHint: true}}\n", "servers.a.rules[0].tool"},
+		{"servers:\n  a: {command: x, pack: nosuch}\n", `servers.a.pack: "nosuch" is not a rules pack shipped with the gateway (allowed: true, false, everything, filesystem, github`},
 		{"servers:\n  a:\n    command: x\n    rules:\n      - {name: r, tool: t, when: \"args.\", annotations: {readOnlyHint: true}}\n", `rule "r"`},
 	} {
 		cfg, err := config.Parse("test.yaml", []byte(tc.yaml), noEnv)

@@ -220,21 +220,26 @@ func (u UpstreamSpec) naming() catalog.Naming {
 
 // Gateway is an MCP server in front of upstream servers.
 type Gateway struct {
-	opts     Options
-	logger   *slog.Logger
-	server   *mcp.Server
-	rs       *resolve.Server
-	resolver pipeline.Resolver
-	forward  *bridge.Forward
-	chain    pipeline.Handler
-	stages   []pipeline.Stage // of chain, outermost first
-	pinner   *pin.Pinner
-	pins     map[string]pinned // by upstream (rebuild goroutine only)
-	metrics  *metrics.Metrics  // nil when off
+	opts    Options
+	logger  *slog.Logger
+	server  *mcp.Server
+	rs      *resolve.Server
+	forward *bridge.Forward
+	chain   pipeline.Handler
+	stages  []pipeline.Stage // of chain, outermost first
+	pinner  *pin.Pinner
+	pins    map[string]pinned // by upstream (rebuild goroutine only)
+	metrics *metrics.Metrics  // nil when off
 
-	conns  []*upstream.Conn
-	byName map[string]*upstream.Conn
-	multi  bool // more than one upstream: names are prefixed
+	// ups is the set of upstreams the next rebuild aggregates; the
+	// snapshot in state holds the set it was built from, which routes
+	// calls. Reload replaces both; retiring holds the upstreams a reload
+	// removed or replaced until their calls in flight end.
+	ups       atomic.Pointer[upstreamSet]
+	resolvers atomic.Pointer[resolverBox]
+	disclosed atomic.Pointer[discloseSet] // nil: disclosure is off
+	reloadMu  sync.Mutex                  // one Reload at a time
+	retiring  map[*upstream.Conn]*member  // under mu
 
 	state    atomic.Pointer[snapshot]
 	rebuildC chan struct{}
@@ -246,6 +251,7 @@ type Gateway struct {
 	started  bool
 	stopping bool
 	cancel   context.CancelFunc
+	runCtx   context.Context // the upstreams' context, from Start
 	wg       sync.WaitGroup
 
 	subs subscriptions
@@ -292,38 +298,28 @@ func New(opts *Options) (*Gateway, error) {
 	g := &Gateway{
 		opts:     o,
 		logger:   logger,
-		byName:   map[string]*upstream.Conn{},
-		multi:    len(o.Upstreams) > 1,
 		rebuildC: make(chan struct{}, 1),
 		changed:  make(chan struct{}),
-		resolver: o.Resolver,
+		retiring: map[*upstream.Conn]*member{},
 		pinner:   o.Pinner,
 		pins:     map[string]pinned{},
 	}
-	if g.resolver == nil {
-		g.resolver = pipeline.UpstreamOrStatic{Logger: logger}
-	}
+	g.setResolver(o.Resolver)
 	g.subs.init()
 	info := &mcp.Implementation{Name: o.Name, Version: o.Version}
+	set := &upstreamSet{byName: map[string]*member{}, specs: map[string]UpstreamSpec{}, multi: len(o.Upstreams) > 1}
 	for _, u := range o.Upstreams {
-		if _, dup := g.byName[u.Name]; dup {
+		if _, dup := set.byName[u.Name]; dup {
 			return nil, fmt.Errorf("gateway: two upstreams named %q", u.Name)
 		}
-		c, err := upstream.New(u.spec(), &upstream.Options{
-			Logger:            logger,
-			Naming:            u.naming(),
-			ClientInfo:        info,
-			OnChange:          func(*upstream.Conn) { g.rebuildSoon() },
-			OnListChanged:     g.listChanged,
-			OnResourceUpdated: g.resourceUpdated,
-		})
+		m, err := g.newMember(u, info)
 		if err != nil {
-			return nil, fmt.Errorf("gateway: %w", err)
+			return nil, err
 		}
-		g.conns = append(g.conns, c)
-		g.byName[u.Name] = c
+		set.add(m, u)
 	}
-	g.state.Store(&snapshot{view: catalog.Build(nil, g.multi)})
+	g.ups.Store(set)
+	g.state.Store(&snapshot{view: catalog.Build(nil, set.multi), set: set})
 	g.server = g.newServer(info)
 	st := o.State
 	if st == nil {
@@ -342,14 +338,14 @@ func New(opts *Options) (*Gateway, error) {
 		g.metrics.Upstreams(g.upstreamMetrics)
 		stages = append(stages, pipeline.Metrics(g.metrics))
 	}
-	stages = append(stages, pipeline.Route(g))
+	stages = append(stages, pipeline.Route(g), g.hold())
 	if o.Auditor != nil {
 		stages = append(stages, pipeline.AuditRefused(o.Auditor, auditOpts))
 	}
 	if g.pinner != nil {
 		stages = append(stages, pipeline.Pin(g.pinner))
 	}
-	stages = append(stages, pipeline.Resolve(g.resolver, logger))
+	stages = append(stages, pipeline.Resolve(swapResolver{g}, logger))
 	if o.Decisions != nil {
 		d, err := pipeline.NewDecider(o.Decisions)
 		if err != nil {
@@ -402,12 +398,29 @@ func (g *Gateway) closeState() {
 
 // upstreamMetrics reports each upstream's health for the metrics.
 func (g *Gateway) upstreamMetrics() []metrics.Upstream {
-	out := make([]metrics.Upstream, 0, len(g.conns))
-	for _, c := range g.conns {
-		h := c.Health()
+	members := g.ups.Load().members
+	out := make([]metrics.Upstream, 0, len(members))
+	for _, m := range members {
+		h := m.conn.Health()
 		out = append(out, metrics.Upstream{Name: h.Name, Up: h.State == upstream.StateUp, Restarts: h.Restarts, Tools: h.Tools})
 	}
 	return out
+}
+
+// newMember makes the connection of one upstream; it does not run it.
+func (g *Gateway) newMember(u UpstreamSpec, info *mcp.Implementation) (*member, error) {
+	c, err := upstream.New(u.spec(), &upstream.Options{
+		Logger:            g.logger,
+		Naming:            u.naming(),
+		ClientInfo:        info,
+		OnChange:          func(*upstream.Conn) { g.rebuildSoon() },
+		OnListChanged:     g.listChanged,
+		OnResourceUpdated: g.resourceUpdated,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	return &member{conn: c, idle: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
 // defaultVersion is the version of the module the gateway was built from,
@@ -432,10 +445,14 @@ func (g *Gateway) Server() *mcp.Server { return g.server }
 // View implements pipeline.Directory: the current aggregated catalog.
 func (g *Gateway) View() *catalog.View { return g.state.Load().view }
 
-// Upstream implements pipeline.Directory.
+// Upstream implements pipeline.Directory: the upstream of that name in
+// the set the current catalog was built from.
 func (g *Gateway) Upstream(name string) (*upstream.Conn, bool) {
-	c, ok := g.byName[name]
-	return c, ok
+	m, ok := g.state.Load().set.byName[name]
+	if !ok {
+		return nil, false
+	}
+	return m.conn, true
 }
 
 // Start connects the upstreams (each on its own, in parallel; lazy ones
@@ -448,19 +465,28 @@ func (g *Gateway) Start() {
 	}
 	g.started = true
 	ctx, cancel := context.WithCancel(context.Background())
-	g.cancel = cancel
+	g.cancel, g.runCtx = cancel, ctx
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
 		g.rebuildLoop(ctx)
 	}()
-	for _, c := range g.conns {
-		g.wg.Add(1)
-		go func() {
-			defer g.wg.Done()
-			c.Run(ctx)
-		}()
+	for _, m := range g.ups.Load().members {
+		g.run(m)
 	}
+}
+
+// run runs m's connection until the gateway stops or m is retired; g.mu
+// held, g.runCtx set.
+func (g *Gateway) run(m *member) {
+	ctx, cancel := context.WithCancel(g.runCtx)
+	m.cancel = cancel
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		defer close(m.done)
+		m.conn.Run(ctx)
+	}()
 }
 
 // Close ends parked calls and stops the upstreams (stdio servers get their
@@ -510,7 +536,8 @@ func (g *Gateway) WaitReady(ctx context.Context) error {
 		g.mu.Unlock()
 		ready := true
 		var waiting []string
-		for _, c := range g.conns {
+		for _, m := range g.ups.Load().members {
+			c := m.conn
 			h := c.Health()
 			if c.Spec().Lazy {
 				continue
@@ -532,10 +559,11 @@ func (g *Gateway) WaitReady(ctx context.Context) error {
 }
 
 // viewHas reports whether the current view was built with upstream's
-// listing.
+// listing, in the current set of upstreams.
 func (g *Gateway) viewHas(name string) bool {
-	_, ok := g.state.Load().upstreams[name]
-	return ok
+	snap := g.state.Load()
+	_, ok := snap.upstreams[name]
+	return ok && snap.set == g.ups.Load()
 }
 
 // broadcast wakes the waiters on Changed; g.mu must be held.

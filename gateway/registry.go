@@ -25,6 +25,7 @@ import (
 // snapshot is the catalog the gateway serves at one moment, with the raw
 // JSON of each listed item ready to send. It is immutable.
 type snapshot struct {
+	set       *upstreamSet // the upstreams the view was built from
 	view      *catalog.View
 	version   uint64
 	upstreams map[string]*catalog.Listing
@@ -133,17 +134,32 @@ func (g *Gateway) rebuildLoop(ctx context.Context) {
 // the result into the SDK server and publishes it.
 func (g *Gateway) rebuild(ctx context.Context) *snapshot {
 	prev := g.state.Load()
-	listings := make([]*catalog.Listing, 0, len(g.conns))
+	set := g.ups.Load()
+	listings := make([]*catalog.Listing, 0, len(set.members))
 	used := map[string]*catalog.Listing{}
-	for _, c := range g.conns {
+	rr, _ := g.resolver().(*RulesResolver)
+	for _, m := range set.members {
+		c := m.conn
 		if l := c.Listing(); l != nil {
-			listings = append(listings, l)
+			if rr != nil {
+				// The rules are checked against the upstream's tools as
+				// soon as it lists them, not at its first call.
+				rr.update(c.Name(), l, c.ServerInfo())
+			}
 			used[c.Name()] = l
+			if n := set.specs[c.Name()].naming(); !sameNaming(n, l.Naming) {
+				// A reload changed how the upstream's names are
+				// exposed, which needs no new connection.
+				ll := *l
+				ll.Naming = n
+				l = &ll
+			}
+			listings = append(listings, l)
 		}
 	}
 	listings, pinProblems := g.pinListings(ctx, listings)
-	v := catalog.Build(listings, g.multi)
-	snap := &snapshot{view: v, version: prev.version + 1, upstreams: used, problems: append(slices.Clone(v.Problems), pinProblems...)}
+	v := catalog.Build(listings, set.multi)
+	snap := &snapshot{set: set, view: v, version: prev.version + 1, upstreams: used, problems: append(slices.Clone(v.Problems), pinProblems...)}
 
 	// Tools: skip what the SDK server would refuse, then precompute JSON.
 	want := map[string]string{}
@@ -419,7 +435,7 @@ func (g *Gateway) toolResolver() resolve.Resolver {
 		if ti := call.Caller.TokenInfo; ti != nil {
 			principal = ti.UserID
 		}
-		r, err := g.resolver.Resolve(ctx, &pipeline.ResolveQuery{Tool: t, Arguments: call.Arguments, RawArguments: raw, Principal: principal, Upstream: conn})
+		r, err := g.resolver().Resolve(ctx, &pipeline.ResolveQuery{Tool: t, Arguments: call.Arguments, RawArguments: raw, Principal: principal, Upstream: conn})
 		if err != nil {
 			return resolve.Resolution{}, err
 		}

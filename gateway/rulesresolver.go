@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"path"
+	"slices"
 	"strings"
 	"sync"
 
@@ -26,7 +28,8 @@ type RulesOptions struct {
 	// selects ([pack.Detect]) when it is trusted, none when it is not.
 	Packs map[string][]string
 	// Logger receives rules that do not fit an upstream's tools and
-	// resolutions with problems. Nil discards them.
+	// resolutions with problems. Nil means the log of the gateway the
+	// resolver is given to.
 	Logger *slog.Logger
 }
 
@@ -38,11 +41,49 @@ type RulesResolver struct {
 	cfg    rules.Config
 	packs  map[string][]string // explicit
 	logger *slog.Logger
+	// gatewayLogs: no Logger was given; the gateway that first uses the
+	// resolver gives its own.
+	gatewayLogs bool
 
 	mu       sync.Mutex
 	rules    *rules.Rules
 	detected map[string]string           // upstream -> auto-detected pack ("" none)
 	listings map[string]*catalog.Listing // upstream -> listing the rules were given
+	expanded map[string]map[int][]string // upstream -> rule index -> tools its globs match
+}
+
+// isGlob reports whether a rule's tool entry is a path.Match pattern
+// rather than a name (a tool name cannot hold these characters).
+func isGlob(tool string) bool { return strings.ContainsAny(tool, `*?[\`) }
+
+// hasGlobs reports whether a rule of s names its tools by a pattern.
+func hasGlobs(s rules.Server) bool {
+	return slices.ContainsFunc(s.Rules, func(r rules.Rule) bool { return slices.ContainsFunc(r.Tools, isGlob) })
+}
+
+// expand returns, for each rule of s with a pattern, the tools of l its
+// entries name or match, in l's order; a rule that matches none keeps
+// its patterns (which name no tool).
+func expand(s rules.Server, l *catalog.Listing) map[int][]string {
+	out := map[int][]string{}
+	for i, r := range s.Rules {
+		if !slices.ContainsFunc(r.Tools, isGlob) {
+			continue
+		}
+		var tools []string
+		for _, t := range l.Tools {
+			if slices.ContainsFunc(r.Tools, func(p string) bool {
+				ok, _ := path.Match(p, t.Name)
+				return p == t.Name || ok
+			}) && !slices.Contains(tools, t.Name) {
+				tools = append(tools, t.Name)
+			}
+		}
+		if len(tools) > 0 {
+			out[i] = tools
+		}
+	}
+	return out
 }
 
 // NewRulesResolver compiles cfg (without packs: they are added per
@@ -52,11 +93,12 @@ func NewRulesResolver(cfg rules.Config, opts *RulesOptions) (*RulesResolver, err
 	if opts != nil {
 		o = *opts
 	}
-	if o.Logger == nil {
+	unset := o.Logger == nil
+	if unset {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &RulesResolver{cfg: cfg, packs: o.Packs, logger: o.Logger,
-		detected: map[string]string{}, listings: map[string]*catalog.Listing{}}
+	r := &RulesResolver{cfg: cfg, packs: o.Packs, logger: o.Logger, gatewayLogs: unset,
+		detected: map[string]string{}, listings: map[string]*catalog.Listing{}, expanded: map[string]map[int][]string{}}
 	if r.cfg.Servers == nil {
 		r.cfg.Servers = map[string]rules.Server{}
 	}
@@ -74,11 +116,35 @@ func NewRulesResolver(cfg rules.Config, opts *RulesOptions) (*RulesResolver, err
 
 // RulesResolverFromConfig maps the servers' trust, overrides and rules of a
 // configuration onto a [RulesResolver].
+//
+// A server's pack is the shipped rules pack its serverInfo name selects
+// (pack: true, the default), none (pack: false), or the pack named; a rule's
+// tool is one tool, every tool ("*"), or a glob (path.Match) matched
+// against the upstream's tools when it lists them.
 func RulesResolverFromConfig(cfg *config.Config, opts *RulesOptions) (*RulesResolver, error) {
 	rc := rules.Config{Servers: map[string]rules.Server{}}
+	var o RulesOptions
+	if opts != nil {
+		o = *opts
+	}
+	o.Packs = maps.Clone(o.Packs)
+	if o.Packs == nil {
+		o.Packs = map[string][]string{}
+	}
 	var errs []error
 	for _, name := range cfg.Names() {
 		s := cfg.Servers[name]
+		switch s.Pack {
+		case config.PackAuto, "":
+		case config.PackOff:
+			o.Packs[name] = []string{}
+		default:
+			if _, err := pack.Get(string(s.Pack)); err != nil {
+				errs = append(errs, fmt.Errorf("configuration: servers.%s.pack: %q is not a rules pack shipped with the gateway (allowed: true, false, %s)", name, s.Pack, strings.Join(pack.Names(), ", ")))
+				continue
+			}
+			o.Packs[name] = []string{string(s.Pack)}
+		}
 		rs := rules.Server{Trust: rules.Trust(s.Trust)}
 		if len(s.Overrides) > 0 {
 			rs.Overrides = make(map[string]rules.Override, len(s.Overrides))
@@ -88,12 +154,11 @@ func RulesResolverFromConfig(cfg *config.Config, opts *RulesOptions) (*RulesReso
 		}
 		for i, rule := range s.Rules {
 			var tools []string
-			switch {
-			case rule.Tool == "" || rule.Tool == "*":
-			case strings.ContainsAny(rule.Tool, `*?[\`):
-				errs = append(errs, fmt.Errorf("configuration: servers.%s.rules[%d].tool: %q: the gateway applies a rule to one tool or to all (\"*\"); write one rule per tool", name, i, rule.Tool))
-				continue
-			default:
+			if rule.Tool != "" && rule.Tool != "*" {
+				if _, err := path.Match(rule.Tool, ""); err != nil {
+					errs = append(errs, fmt.Errorf("configuration: servers.%s.rules[%d].tool: %q is not a glob pattern (* any characters, ? one, [a-z] one of a class)", name, i, rule.Tool))
+					continue
+				}
 				tools = []string{rule.Tool}
 			}
 			rs.Rules = append(rs.Rules, rules.Rule{Name: rule.Name, Tools: tools, When: rule.When,
@@ -104,7 +169,7 @@ func RulesResolverFromConfig(cfg *config.Config, opts *RulesOptions) (*RulesReso
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	r, err := NewRulesResolver(rc, opts)
+	r, err := NewRulesResolver(rc, &o)
 	if err != nil {
 		return nil, fmt.Errorf("configuration: rules: %w", err)
 	}
@@ -127,6 +192,13 @@ func (r *RulesResolver) compile() (*rules.Rules, error) {
 	cfg := r.cfg
 	cfg.Servers = maps.Clone(r.cfg.Servers)
 	for name, s := range cfg.Servers {
+		if ex := r.expanded[name]; len(ex) > 0 {
+			s.Rules = slices.Clone(s.Rules)
+			for i, tools := range ex {
+				s.Rules[i].Tools = tools
+			}
+			cfg.Servers[name] = s
+		}
 		names := r.packs[name]
 		if _, explicit := r.packs[name]; !explicit && r.detected[name] != "" {
 			names = []string{r.detected[name]}
@@ -163,6 +235,19 @@ func (r *RulesResolver) update(name string, l *catalog.Listing, info *mcp.Implem
 		return r.rules
 	}
 	r.listings[name] = l
+	recompile := false
+	if s, ok := r.cfg.Servers[name]; ok && hasGlobs(s) {
+		if ex := expand(s, l); !maps.EqualFunc(ex, r.expanded[name], slices.Equal) {
+			prev := r.expanded[name]
+			r.expanded[name] = ex
+			if nr, err := r.compile(); err != nil {
+				r.logger.Warn("rules whose tool globs match these tools do not compile; the previous match stays", "server", name, "error", err)
+				r.expanded[name] = prev
+			} else {
+				r.rules, recompile = nr, true
+			}
+		}
+	}
 	if _, explicit := r.packs[name]; !explicit && r.cfg.Servers[name].Trust != rules.Untrusted && info != nil {
 		d, _ := pack.Detect(info.Name)
 		if d != r.detected[name] {
@@ -172,12 +257,14 @@ func (r *RulesResolver) update(name string, l *catalog.Listing, info *mcp.Implem
 				r.logger.Warn("rules pack not applied", "server", name, "pack", d, "error", err)
 				r.detected[name] = ""
 			} else {
-				r.rules = nr
-				for other, ol := range r.listings {
-					if other != name {
-						r.setTools(other, ol)
-					}
-				}
+				r.rules, recompile = nr, true
+			}
+		}
+	}
+	if recompile {
+		for other, ol := range r.listings {
+			if other != name {
+				r.setTools(other, ol)
 			}
 		}
 	}

@@ -51,7 +51,8 @@ type Health struct {
 func (g *Gateway) Health() Health {
 	snap := g.state.Load()
 	h := Health{Status: "ok", Tools: len(snap.tools), Prompts: len(snap.prompts), Resources: len(snap.resources) + len(snap.templates), Skipped: snap.problems, Runtime: readRuntime()}
-	for _, c := range g.conns {
+	for _, m := range g.ups.Load().members {
+		c := m.conn
 		uh := c.Health()
 		h.Upstreams = append(h.Upstreams, uh)
 		if uh.State != upstream.StateUp && !(uh.State == upstream.StateIdle && c.Spec().Lazy) {

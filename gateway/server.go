@@ -78,8 +78,8 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 
 // wantLazy connects lazy upstreams when a client first lists.
 func (g *Gateway) wantLazy() {
-	for _, c := range g.conns {
-		c.Want()
+	for _, m := range g.ups.Load().members {
+		m.conn.Want()
 	}
 }
 

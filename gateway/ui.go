@@ -101,7 +101,8 @@ func (g *Gateway) PageURL() string {
 func (g *Gateway) SafetyTables(context.Context) ([]*safety.Table, error) {
 	v := g.View()
 	var tables []*safety.Table
-	for _, c := range g.conns {
+	for _, m := range g.ups.Load().members {
+		c := m.conn
 		t := &lint.Target{Kind: lint.KindServer, Source: c.Name(), Server: &mcp.Implementation{Name: c.Name()}}
 		for _, tool := range v.Tools {
 			if tool.Upstream != c.Name() {

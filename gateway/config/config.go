@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"path"
 	"reflect"
 	"slices"
@@ -134,6 +135,12 @@ type Server struct {
 
 	// Trust says whether this server's hints may lower caution.
 	Trust Trust `json:"trust"`
+	// Pack is the rules pack shipped with the gateway that resolves this
+	// server's calls after its own tools/resolve: [PackAuto] (written
+	// true, the default) the pack its serverInfo name selects when it is
+	// trusted, [PackOff] (written false) none, or a pack's name, used
+	// whatever the server calls itself.
+	Pack Pack `json:"pack"`
 	// Pin is what a change to a tool's definition since it was first seen
 	// or last approved does: [PinStrict] quarantines the tool,
 	// [PinWarn] quarantines it only when the change removes caution and
@@ -383,6 +390,28 @@ const (
 	ConnectEager Connect = "eager" // at start, all upstreams in parallel (default)
 	ConnectLazy  Connect = "lazy"  // at the first request that needs it
 )
+
+// Pack selects a server's shipped rules pack: PackAuto, PackOff or a
+// pack's name. It is written true, false or the name.
+type Pack string
+
+// Values of Pack besides a pack's name.
+const (
+	PackAuto Pack = "true"
+	PackOff  Pack = "false"
+)
+
+// MarshalJSON writes PackAuto and PackOff as booleans, a name as a
+// string.
+func (p Pack) MarshalJSON() ([]byte, error) {
+	switch p {
+	case PackAuto, "":
+		return []byte("true"), nil
+	case PackOff:
+		return []byte("false"), nil
+	}
+	return json.Marshal(string(p))
+}
 
 // Trust is how far an upstream's own hints are believed.
 type Trust string

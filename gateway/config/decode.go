@@ -77,7 +77,29 @@ func within(path, parent string) bool {
 var (
 	durationType = reflect.TypeFor[Duration]()
 	boolPtrType  = reflect.TypeFor[*bool]()
+	packType     = reflect.TypeFor[Pack]()
 )
+
+// pack reads a Pack: true, false or a pack's name.
+func (d *decoder) pack(n *node, path string, v reflect.Value) {
+	const want = "true, false or the name of a rules pack shipped with the gateway (such as github)"
+	if n.kind == scalarNode && (n.tag == "bool" || n.subst && (n.text == "true" || n.text == "false")) {
+		var b bool
+		if d.bool(n, path, &b) {
+			v.SetString(string(map[bool]Pack{true: PackAuto, false: PackOff}[b]))
+		}
+		return
+	}
+	s, ok := d.scalar(n, path, want)
+	if !ok {
+		return
+	}
+	if s == "" || len(s) > maxName || strings.IndexFunc(s, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_') }) >= 0 {
+		d.fail(n, path, "%s is not a pack's name: want %s", quote(s), want)
+		return
+	}
+	v.SetString(s)
+}
 
 // allowed returns the values an enumerated string type may take, or nil
 // for a free string.
@@ -207,6 +229,8 @@ func (d *decoder) decode(n *node, path string, v reflect.Value, text bool) {
 			}
 			v.SetInt(int64(dur))
 		}
+	case t == packType:
+		d.pack(n, path, v)
 	case t == boolPtrType:
 		var b bool
 		if d.bool(n, path, &b) {

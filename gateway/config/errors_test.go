@@ -25,7 +25,7 @@ var badFiles = []struct {
 	want   string
 	schema schemaVerdict
 }{
-	{"unknown_key.yaml", `3:5: servers.github.tpye: unknown key, did you mean type? (allowed: args, bearerTokenEnv, command, connect, cwd, decisions, disclose, env, envFile, exclude, headers, include, overrides, pin, prefix, rules, separator, timeouts, trust, type, url)`, schemaRejects},
+	{"unknown_key.yaml", `3:5: servers.github.tpye: unknown key, did you mean type? (allowed: args, bearerTokenEnv, command, connect, cwd, decisions, disclose, env, envFile, exclude, headers, include, overrides, pack, pin, prefix, rules, separator, timeouts, trust, type, url)`, schemaRejects},
 	{"top_unknown.yaml", `4:1: audits: unknown key, did you mean audit? (allowed: $schema, approvals, audit, auth, decisions, disclosure, listen, metrics, pins, redaction, redis, requestState, retry, servers)`, schemaRejects},
 	{"retry_bad.yaml", `5:13: retry.attempts: 0 attempts: want 1 (no retries) to 10
 6:11: retry.budget: expected a whole number, found the string "ten"
@@ -51,6 +51,9 @@ var badFiles = []struct {
 	{"discover.yaml", `6:17: servers.files.timeouts.discover: 10s is longer than timeouts.connect (2s), which bounds it`, schemaAccepts},
 	{"pin.yaml", `5:10: servers.github.pin: "audit" is not allowed (allowed: strict, warn, off)
 8:10: servers.files.pin: expected one of strict, warn, off, found true`, schemaRejects},
+	{"pack.yaml", `4:11: servers.github.pack: expected true, false or the name of a rules pack shipped with the gateway (such as github), found the number 3
+7:11: servers.files.pack: "GitHub Server" is not a pack's name: want true, false or the name of a rules pack shipped with the gateway (such as github)
+10:11: servers.memory.pack: expected true, false or the name of a rules pack shipped with the gateway (such as github), found a sequence`, schemaRejects},
 	{"bad_bool.yaml", `4:15: servers.files.disclose: expected true or false, found the string "yes"`, schemaRejects},
 	{"listen.yaml", `2:9: listen.http: "localhost" is not host:port (such as 127.0.0.1:8080)
 3:10: listen.stdio: expected true or false, found the string "true"`, schemaRejects},

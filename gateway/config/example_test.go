@@ -76,6 +76,7 @@ func ExampleMarshal() {
 	//       call: 5m
 	//       shutdown: 5s
 	//     trust: trusted
+	//     pack: true
 	//     pin: warn
 	//     disclose: false
 	//     decisions: enforce

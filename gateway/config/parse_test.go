@@ -129,6 +129,7 @@ func TestDefaults(t *testing.T) {
 				Shutdown: Duration(5 * time.Second),
 			},
 			Trust:     Trusted,
+			Pack:      PackAuto,
 			Pin:       PinWarn,
 			Decisions: DecisionsEnforce,
 		}},
@@ -393,5 +394,36 @@ servers:
 	}
 	if err := h.Validate(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestPack reads a server's pack as true (the default), false, or a name,
+// and writes it back the same way.
+func TestPack(t *testing.T) {
+	c := mustParse(t, "/etc/preflight/gateway.yaml", `
+servers:
+  auto: {command: x}
+  on: {command: x, pack: true}
+  off: {command: x, pack: false}
+  named: {command: x, pack: github}
+  from-env: {command: x, pack: "${UNSET_PACK:-false}"}
+`)
+	for name, want := range map[string]Pack{"auto": PackAuto, "on": PackAuto, "off": PackOff, "named": "github", "from-env": PackOff} {
+		if got := c.Servers[name].Pack; got != want {
+			t.Errorf("%s: pack %q, want %q", name, got, want)
+		}
+	}
+	out, err := Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"pack: true", "pack: false", "pack: github"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("Marshal lacks %q:\n%s", want, out)
+		}
+	}
+	back := mustParse(t, "/etc/preflight/gateway.yaml", string(out))
+	if !reflect.DeepEqual(back.Servers, c.Servers) {
+		t.Errorf("read back differs:\n%s", out)
 	}
 }

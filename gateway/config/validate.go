@@ -123,6 +123,9 @@ func (p *parser) server(c *Config, name string, s *Server) {
 	if s.Trust == "" {
 		s.Trust = Trusted
 	}
+	if s.Pack == "" {
+		s.Pack = PackAuto
+	}
 	if s.Pin == "" {
 		// An untrusted server's every change is held for review; a
 		// trusted server's routine upgrades are logged, and only a change

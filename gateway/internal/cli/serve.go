@@ -9,8 +9,11 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"reflect"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -38,23 +41,35 @@ const defaultServeAddr = "127.0.0.1:7780"
 // prints what it serves (it serves meanwhile, and goes on if some are late).
 const serveReadyTimeout = 15 * time.Second
 
-// configLoader reads a configuration file into the gateway's options.
-type configLoader func(path string) (*gateway.Options, error)
+// configWatcher reads a configuration file and calls fn with it, then
+// again whenever it changes or reload delivers a value, until ctx is done
+// (package gateway/config's Watch).
+type configWatcher func(ctx context.Context, path string, opts *config.WatchOptions, fn func(*config.Config, error)) error
 
 type serveCmd struct {
-	addr     string
+	addr     addrFlag
 	stdio    bool
 	config   string
 	data     string
 	logLevel string
 	dryRun   bool
 
-	load configLoader // nil: loadConfigFile
+	watch configWatcher    // nil: config.Watch
+	hup   <-chan os.Signal // nil: SIGHUP, when serving a configuration
 
 	// common is empty: serve runs until it is stopped and writes no
 	// report, so it has neither -format, -o nor -timeout.
 	common
 }
+
+// addrFlag is -http: an address, and whether the command line gave it.
+type addrFlag struct {
+	value string
+	set   bool
+}
+
+func (a *addrFlag) String() string     { return a.value }
+func (a *addrFlag) Set(v string) error { a.value, a.set = v, true; return nil }
 
 func (c *serveCmd) synopsis() string {
 	return `usage: preflight serve [-http ADDR | -stdio] [-config FILE] [-data DIR] [-dry-run] [-log-level LEVEL]
@@ -92,6 +107,14 @@ decisions are recorded in the log (decision.verdict, decision.reason,
 decision.dryRun) but not enforced: nothing is asked or refused, which shows
 what would be before it is switched on.
 
+With -config it reloads the file when it changes and on SIGHUP, without
+dropping calls in flight: servers added are connected, servers removed or
+changed are stopped (or replaced) once their calls in flight end, servers
+unchanged are left running, and the new rules, overrides and trust apply
+to the next call. A file that does not load is logged with its error and
+the running configuration stays. listen (and -http, -stdio) take effect
+only at start. Without -http, listen.http of the file is where it serves.
+
 Logs are JSON on standard error, one record per call. Interrupt (Ctrl-C) or
 SIGTERM stops it after the calls in flight finish.
 
@@ -103,7 +126,8 @@ could not be read.
 
 func (c *serveCmd) flags(fs *flag.FlagSet) {
 	c.untilStopped = true
-	fs.StringVar(&c.addr, "http", defaultServeAddr, "serve streamable HTTP at `ADDR` (host:port; loopback unless you need otherwise)")
+	c.addr.value = defaultServeAddr
+	fs.Var(&c.addr, "http", "serve streamable HTTP at `ADDR` (host:port; loopback unless you need otherwise); without it, listen.http of the configuration")
 	fs.BoolVar(&c.stdio, "stdio", false, "serve one client over standard input and output instead of HTTP")
 	fs.StringVar(&c.config, "config", "", "configuration `FILE` (preflight YAML, or the mcpServers JSON of Claude Desktop, Claude Code or Cursor, or VS Code's servers); empty serves the built-in setup")
 	fs.StringVar(&c.data, "data", "", "data `DIR` of the built-in setup (default: preflight/serve under the user's cache directory)")
@@ -112,7 +136,7 @@ func (c *serveCmd) flags(fs *flag.FlagSet) {
 }
 
 func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
-	stdout, stderr := env.stdout, env.stderr
+	stderr := env.stderr
 	if len(inv.args) > 0 || inv.dashDash {
 		return usagef("serve takes no arguments")
 	}
@@ -122,39 +146,37 @@ func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	var (
-		opts    *gateway.Options
-		setup   string
-		pins    string // the built-in setup's pin store
-		cleanup func()
-	)
 	if c.config != "" {
 		if c.data != "" {
 			return usagef("-data is for the built-in setup; a configuration file names its own servers")
 		}
-		load := c.load
-		if load == nil {
-			load = loadConfigFile
-		}
-		var err error
-		if opts, err = load(c.config); err != nil {
-			return err
-		}
-		setup = "configuration " + c.config
-	} else {
-		dir, err := c.dataDir()
-		if err != nil {
-			return err
-		}
-		opts, cleanup, err = builtinSetup(ctx, dir)
-		if err != nil {
-			return err
-		}
-		defer cleanup()
-		setup = "built-in setup, data in " + dir
-		pins = "sqlite:" + filepath.Join(dir, pinsFile)
+		return c.serveConfig(ctx, env, logger)
 	}
+	dir, err := c.dataDir()
+	if err != nil {
+		return err
+	}
+	opts, cleanup, err := builtinSetup(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
 	opts.Logger = logger
+	addr := c.addr.value
+	g, login, err := c.start(opts, logger, addr)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	return c.serve(ctx, env, g, logger, served{setup: "built-in setup, data in " + dir, addr: addr,
+		pins: "sqlite:" + filepath.Join(dir, pinsFile), login: login}, nil)
+}
+
+// start builds and starts the gateway: decisions on (in dry-run with
+// -dry-run), and, served over HTTP on loopback without a page of its own,
+// out-of-band approval on the page with the loopback sign-in, whose login
+// it returns.
+func (c *serveCmd) start(opts *gateway.Options, logger *slog.Logger, addr string) (*gateway.Gateway, *page.TokenLogin, error) {
 	if opts.Decisions == nil {
 		opts.Decisions = &pipeline.DecideOptions{}
 	}
@@ -166,48 +188,211 @@ func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
 		opts.Version = "devel"
 	}
 	var login *page.TokenLogin
-	if !c.stdio && opts.Page == nil && page.IsLoopback(c.addr) {
+	if !c.stdio && opts.Page == nil && page.IsLoopback(addr) {
 		login = approvalsPage(opts, logger)
 	}
 	g, err := gateway.New(opts)
 	if err != nil {
-		if opts.Auditor != nil {
-			opts.Auditor.Close(ctx)
+		if cerr := opts.Close(); cerr != nil {
+			logger.Warn("closing the stores of the configuration", "error", cerr)
 		}
-		if opts.AuditStore != nil {
-			opts.AuditStore.Close()
-		}
-		return err
+		return nil, nil, err
 	}
 	g.Start()
-	defer g.Close()
+	return g, login, nil
+}
 
+// served is what serve tells the user about.
+type served struct {
+	setup, addr string
+	pins        string           // the built-in setup's pin store, "" for none
+	login       *page.TokenLogin // nil: no page sign-in to print
+}
+
+// serve serves g over stdio or HTTP at s.addr until ctx is done, passing
+// each value of updates to apply meanwhile.
+func (c *serveCmd) serve(ctx context.Context, env *env, g *gateway.Gateway, logger *slog.Logger, s served, updates <-chan func()) error {
+	done := make(chan error, 1)
 	if c.stdio {
-		logger.Info("serving over stdio", "setup", setup)
-		return endpoint.ServeStdio(ctx, g.Server())
+		logger.Info("serving over stdio", "setup", s.setup)
+		go func() { done <- endpoint.ServeStdio(ctx, g.Server()) }()
+	} else {
+		ln, err := net.Listen("tcp", s.addr)
+		if err != nil {
+			return &exitError{code: exitFailure, err: err}
+		}
+		go func() { done <- g.Serve(ctx, ln) }()
+		base := "http://" + ln.Addr().String()
+		wctx, cancel := context.WithTimeout(ctx, serveReadyTimeout)
+		_ = g.WaitReady(wctx) // a late upstream shows as such below
+		cancel()
+		printServing(env.stdout, base, s.setup, s.pins, g.Health())
+		if s.login != nil {
+			link, err := s.login.NewLink(g.PageURL())
+			if err != nil {
+				return err
+			}
+			printPage(env.stdout, g.PageURL(), link)
+		}
+		fmt.Fprintf(env.stdout, "Stop with Ctrl-C.\n")
 	}
-	ln, err := net.Listen("tcp", c.addr)
-	if err != nil {
+	for {
+		select {
+		case err := <-done:
+			logger.Info("stopped")
+			return err
+		case apply := <-updates:
+			apply()
+		}
+	}
+}
+
+// serveConfig serves the configuration file, reloading it when it changes
+// and on SIGHUP.
+func (c *serveCmd) serveConfig(ctx context.Context, env *env, logger *slog.Logger) error {
+	watch := c.watch
+	if watch == nil {
+		watch = config.Watch
+	}
+	hup := c.hup
+	if hup == nil {
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGHUP)
+		defer signal.Stop(sig)
+		hup = sig
+	}
+	// The watch runs on its own goroutine; what it reads is applied on
+	// serve's, one version at a time.
+	wctx, stopWatch := context.WithCancel(ctx)
+	type version struct {
+		cfg *config.Config
+		err error
+	}
+	versions := make(chan version)
+	watched := make(chan error, 1)
+	go func() {
+		watched <- watch(wctx, c.config, &config.WatchOptions{Reload: hup, Logger: logger}, func(cfg *config.Config, err error) {
+			select {
+			case versions <- version{cfg, err}:
+			case <-wctx.Done():
+			}
+		})
+	}()
+	defer func() {
+		stopWatch()
+		<-watched
+	}()
+	var first *config.Config
+	select {
+	case v := <-versions:
+		first = v.cfg
+	case err := <-watched:
+		watched <- nil // for the deferred wait
+		if err == nil {
+			err = ctx.Err()
+		}
 		return &exitError{code: exitFailure, err: err}
 	}
-	served := make(chan error, 1)
-	go func() { served <- g.Serve(ctx, ln) }()
-	base := "http://" + ln.Addr().String()
-	wctx, cancel := context.WithTimeout(ctx, serveReadyTimeout)
-	_ = g.WaitReady(wctx) // a late upstream shows as such below
-	cancel()
-	printServing(stdout, base, setup, pins, g.Health())
-	if login != nil {
-		link, err := login.NewLink(g.PageURL())
-		if err != nil {
-			return err
-		}
-		printPage(stdout, g.PageURL(), link)
+	opts, err := optionsFromConfig(c.config, first)
+	if err != nil {
+		return err
 	}
-	fmt.Fprintf(stdout, "Stop with Ctrl-C.\n")
-	err = <-served
-	logger.Info("stopped")
-	return err
+	opts.Logger = logger
+	addr := c.addr.value
+	if !c.addr.set && first.Listen.HTTP != "" {
+		addr = first.Listen.HTTP
+	}
+	if first.Listen.Stdio && !c.stdio {
+		logger.Warn("listen.stdio is not served by itself: start the gateway with -stdio to serve stdio", "file", c.config)
+	}
+	g, login, err := c.start(opts, logger, addr)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+
+	// Each new version is applied on serve's goroutine.
+	running := first
+	updates := make(chan func())
+	relayed := make(chan struct{})
+	defer func() {
+		stopWatch()
+		<-relayed
+	}()
+	go func() {
+		defer close(relayed)
+		for {
+			var v version
+			select {
+			case v = <-versions:
+			case <-wctx.Done():
+				return
+			}
+			select {
+			case updates <- func() { running = c.reload(ctx, g, logger, running, v.cfg, v.err) }:
+			case <-wctx.Done():
+				return
+			}
+		}
+	}()
+	return c.serve(ctx, env, g, logger, served{setup: "configuration " + c.config, addr: addr, login: login}, updates)
+}
+
+// reload applies next, a new version of the configuration (or the error
+// that kept it from loading), to g, and returns the configuration now in
+// force.
+func (c *serveCmd) reload(ctx context.Context, g *gateway.Gateway, logger *slog.Logger, running, next *config.Config, err error) *config.Config {
+	if err != nil {
+		// Watch logged it with the file, the key and what is allowed.
+		return running
+	}
+	opts, err := optionsFromConfig(c.config, next)
+	if err != nil {
+		logger.Error("configuration not reloaded: the running one stays in force", "file", c.config, "error", err)
+		return running
+	}
+	opts.Logger = logger
+	opts.Version = "devel"
+	var added, removed, changed []string
+	for _, name := range next.Names() {
+		if old, ok := running.Servers[name]; !ok {
+			added = append(added, name)
+		} else if !reflect.DeepEqual(old, next.Servers[name]) {
+			changed = append(changed, name)
+		}
+	}
+	for _, name := range running.Names() {
+		if _, ok := next.Servers[name]; !ok {
+			removed = append(removed, name)
+		}
+	}
+	logger.Info("configuration changed", "file", c.config, "serversAdded", added, "serversRemoved", removed, "serversChanged", changed)
+	if !reflect.DeepEqual(running.Listen, next.Listen) {
+		logger.Warn("listen changed: it takes effect at start; restart the gateway to apply it", "file", c.config)
+	}
+	if !reflect.DeepEqual(running.Disclosure, next.Disclosure) || !reflect.DeepEqual(running.Redis, next.Redis) {
+		logger.Info("disclosure changed: the disclosed servers apply now; turning it on or off, its store and ttl take effect at start", "file", c.config)
+	}
+	for key, differs := range map[string]bool{
+		"decisions": !reflect.DeepEqual(running.Decisions, next.Decisions), "audit": !reflect.DeepEqual(running.Audit, next.Audit),
+		"redaction": !reflect.DeepEqual(running.Redaction, next.Redaction), "pins": !reflect.DeepEqual(running.Pins, next.Pins),
+		"approvals": !reflect.DeepEqual(running.Approvals, next.Approvals), "auth": !reflect.DeepEqual(running.Auth, next.Auth),
+		"requestState": !reflect.DeepEqual(running.RequestState, next.RequestState), "retry": !reflect.DeepEqual(running.Retry, next.Retry),
+		"metrics": !reflect.DeepEqual(running.Metrics, next.Metrics),
+	} {
+		if differs {
+			logger.Warn(key+" changed: it takes effect at start; restart the gateway to apply it", "file", c.config)
+		}
+	}
+	if err := g.Reload(ctx, opts); err != nil {
+		logger.Error("configuration not fully reloaded", "file", c.config, "error", err)
+	}
+	// The running gateway keeps the stores it opened at start; the ones
+	// the new version opened are not used.
+	if err := opts.Close(); err != nil {
+		logger.Warn("closing the stores the new configuration opened", "error", err)
+	}
+	return next
 }
 
 // dataDir returns the built-in setup's data directory, creating it.

@@ -7,14 +7,10 @@ import (
 	"github.com/preflightmcp/preflight/gateway/config"
 )
 
-// loadConfigFile is serve's one seam to configuration files: it reads the
-// file at path (package gateway/config parses the formats and reports their
-// errors) and maps it onto gateway.Options.
-func loadConfigFile(path string) (*gateway.Options, error) {
-	cfg, err := config.Load(path)
-	if err != nil {
-		return nil, &exitError{code: exitFailure, err: err}
-	}
+// optionsFromConfig maps the configuration read from path (package
+// gateway/config parses the formats and reports their errors) onto
+// gateway.Options.
+func optionsFromConfig(path string, cfg *config.Config) (*gateway.Options, error) {
 	opts, err := gateway.OptionsFromConfig(cfg)
 	if err != nil {
 		return nil, &exitError{code: exitFailure, err: fmt.Errorf("-config %s: %w", path, err)}

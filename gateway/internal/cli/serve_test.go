@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/preflightmcp/preflight/gateway"
+	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
 
@@ -196,16 +197,18 @@ func TestServeUsageErrors(t *testing.T) {
 }
 
 // TestServeConfigSeam checks that -config goes through the command's
-// configuration loader and serves what it returns.
+// configuration watcher and that a first load that fails is the command's
+// error.
 func TestServeConfigSeam(t *testing.T) {
 	var asked string
-	c := &serveCmd{addr: "127.0.0.1:0", config: "servers.json", logLevel: "info", load: func(path string) (*gateway.Options, error) {
-		asked = path
-		return nil, &exitError{code: exitFailure, err: io.ErrUnexpectedEOF}
-	}}
+	c := &serveCmd{addr: addrFlag{value: "127.0.0.1:0"}, config: "servers.json", logLevel: "info",
+		watch: func(_ context.Context, path string, _ *config.WatchOptions, _ func(*config.Config, error)) error {
+			asked = path
+			return io.ErrUnexpectedEOF
+		}}
 	err := c.run(context.Background(), &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: newTermWriter(io.Discard, textOutput)}, invocation{})
 	if asked != "servers.json" || err == nil || !strings.Contains(err.Error(), io.ErrUnexpectedEOF.Error()) {
-		t.Errorf("loader asked for %q, run returned %v", asked, err)
+		t.Errorf("watcher asked for %q, run returned %v", asked, err)
 	}
 }
 
