@@ -163,6 +163,8 @@ type Gateway struct {
 
 	subs subscriptions
 
+	checked sessionChecks // legacy sessions whose calls may pass through
+
 	// Progressive disclosure; disclosure is nil when it is off.
 	disclosure                         *disclose.Server
 	discloseLevel                      disclose.SchemaLevel
@@ -232,6 +234,7 @@ func New(opts *Options) (*Gateway, error) {
 	g.state.Store(&snapshot{view: catalog.Build(nil, g.multi)})
 	g.server = g.newServer(info)
 	g.forward = bridge.New(&bridge.Options{Ring: o.Ring, Audience: o.Name, Parking: o.Parking, MaxRounds: o.MaxRounds, Logger: logger})
+	g.server.AddReceivingMiddleware(g.forward.TrackLogLevels)
 	g.chain = pipeline.Chain(g.forward,
 		pipeline.Log(logger),
 		pipeline.Route(g),

@@ -86,6 +86,7 @@ type Forward struct {
 	parking   Parking
 	maxRounds int
 	logger    *slog.Logger
+	sessions  sessions // legacy clients' passed-through calls
 }
 
 // New returns the forwarding handler.
@@ -107,6 +108,7 @@ func New(opts *Options) *Forward {
 	if f.logger == nil {
 		f.logger = slog.New(slog.DiscardHandler)
 	}
+	f.sessions.init()
 	return f
 }
 
@@ -117,6 +119,9 @@ func (f *Forward) Close() { f.parking.Close() }
 func (f *Forward) Serve(ctx context.Context, c *pipeline.Call) (mcp.Result, error) {
 	c.UpstreamEra = c.Upstream.Era()
 	if c.Wire != nil {
+		if !c.Client.Modern {
+			return f.sessionPassthrough(ctx, c)
+		}
 		return f.passthrough(ctx, c)
 	}
 	if c.Client.Modern {
