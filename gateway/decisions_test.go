@@ -221,10 +221,18 @@ func (a *legacyAnswers) set(action string) {
 	a.mu.Unlock()
 }
 
-// TestConfirmLegacyMidCall asks a 2025-11-25 client within its call: a
+// TestConfirmLegacyMidCall asks a 2025-11-25 client within its call, in
+// front of an upstream of either era (a legacy upstream over HTTP is where
+// legacy calls may pass through without the SDK, which cannot ask): a
 // decline and a cancel leave the file, an unanswered question ends the
 // call when ConfirmWait passes, an accept runs it.
 func TestConfirmLegacyMidCall(t *testing.T) {
+	for _, era := range []string{modern, legacy} {
+		t.Run("upstream="+era, func(t *testing.T) { confirmLegacyMidCall(t, era) })
+	}
+}
+
+func confirmLegacyMidCall(t *testing.T, upEra string) {
 	root := filesDir(t)
 	s := filetool.NewServer(root, nil)
 	t.Cleanup(func() {
@@ -233,7 +241,7 @@ func TestConfirmLegacyMidCall(t *testing.T) {
 		}
 	})
 	_, url := startGateway(t, &gateway.Options{Decisions: &pipeline.DecideOptions{}, ConfirmWait: 300 * time.Millisecond,
-		Upstreams: []gateway.UpstreamSpec{{Name: "files", URL: serveEra(t, s, modern)}}})
+		Upstreams: []gateway.UpstreamSpec{{Name: "files", URL: serveEra(t, s, upEra)}}})
 	a := &legacyAnswers{release: make(chan struct{})}
 	cs := connect(t, url, legacy, nil, &mcp.ClientOptions{ElicitationHandler: a.elicit})
 	notes := filepath.Join(root.Name(), "notes.txt")

@@ -259,7 +259,8 @@ type Gateway struct {
 	anonymous *auth.Authenticator
 	ui        http.Handler
 	pageURL   atomic.Pointer[string]
-	ownState  *state.Store // made by New when Options.State is nil
+	ownState  *state.Store  // made by New when Options.State is nil
+	checked   sessionChecks // legacy sessions whose calls may pass through
 
 	// Progressive disclosure; disclosure is nil when it is off.
 	disclosure                         *disclose.Server
@@ -327,6 +328,7 @@ func New(opts *Options) (*Gateway, error) {
 		st = g.ownState
 	}
 	g.forward = bridge.New(&bridge.Options{Ring: o.Ring, Audience: o.Name, Parking: o.Parking, MaxRounds: o.MaxRounds, Logger: logger, Nonces: st.Nonces})
+	g.server.AddReceivingMiddleware(g.forward.TrackLogLevels)
 	auditOpts := &pipeline.AuditOptions{SensitiveArgs: o.AuditSensitiveArgs, Logger: logger}
 	stages := []pipeline.Stage{pipeline.Log(logger)}
 	if o.Metrics == nil || !o.Metrics.Off {

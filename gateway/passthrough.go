@@ -11,9 +11,11 @@ import (
 
 	"github.com/preflightmcp/preflight"
 	"github.com/preflightmcp/preflight/gateway/bridge"
+	"github.com/preflightmcp/preflight/gateway/catalog"
 	"github.com/preflightmcp/preflight/gateway/internal/rawjson"
 	"github.com/preflightmcp/preflight/gateway/pipeline"
 	"github.com/preflightmcp/preflight/gateway/upstream"
+	"github.com/preflightmcp/preflight/hints"
 )
 
 // passthrough sends the commonest call, a 2026-07-28 client's first
@@ -30,8 +32,17 @@ import (
 // came.
 func (g *Gateway) passthrough(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.Header.Get("Mcp-Method") != upstream.MethodCallTool ||
-			r.Header.Get("Mcp-Session-Id") != "" || !modernVersion(r.Header.Get("Mcp-Protocol-Version")) {
+		session := r.Header.Get("Mcp-Session-Id")
+		legacy := session != "" && !modernVersion(r.Header.Get("Mcp-Protocol-Version"))
+		switch {
+		case legacy && r.Method == http.MethodDelete:
+			g.checked.forget(session)
+			g.forward.EndSession(session)
+			next.ServeHTTP(w, r)
+			return
+		case legacy && r.Method == http.MethodPost:
+		case r.Method != http.MethodPost || r.Header.Get("Mcp-Method") != upstream.MethodCallTool ||
+			session != "" || !modernVersion(r.Header.Get("Mcp-Protocol-Version")):
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -43,8 +54,21 @@ func (g *Gateway) passthrough(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		c, id, ok := g.passable(r, body)
+		var (
+			c  *pipeline.Call
+			id json.RawMessage
+			ok bool
+		)
+		if legacy {
+			if g.forward.Intercept(w, r, session, body) {
+				return
+			}
+			c, id, ok = g.sessionPassable(next, r, body, session)
+		} else {
+			c, id, ok = g.passable(r, body)
+		}
 		if !ok {
+			r.Body = io.NopCloser(bytes.NewReader(body))
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -67,6 +91,85 @@ func (g *Gateway) passthrough(next http.Handler) http.Handler {
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(msg)
 	})
+}
+
+// sessionPassable decides whether a legacy client's request can take the
+// passthrough path and, if so, returns its call and id: a tools/call of a
+// tool whose upstream is a legacy one over streamable HTTP (package bridge
+// forwards it on the gateway's session with the upstream), in a session the
+// SDK server holds for this principal, without a progress token (the
+// upstream's session is shared, and tokens must be unique in it) or keys
+// that only a 2026-07-28 request carries. Everything else goes to the SDK.
+func (g *Gateway) sessionPassable(next http.Handler, r *http.Request, body []byte, session string) (*pipeline.Call, json.RawMessage, bool) {
+	if m, ok, _ := rawjson.GetString(body, "method"); !ok || m != upstream.MethodCallTool {
+		return nil, nil, false
+	}
+	id, ok, _ := rawjson.Get(body, "id")
+	if !ok || len(id) == 0 || id[0] == 'n' {
+		return nil, nil, false
+	}
+	params, ok, _ := rawjson.Get(body, "params")
+	if !ok {
+		return nil, nil, false
+	}
+	// The gateway routes and resolves by the first member of a name, the
+	// upstream may execute the last: the SDK handles such requests.
+	if _, dup, err := rawjson.Duplicate(body); err != nil || dup {
+		return nil, nil, false
+	}
+	if _, dup, err := rawjson.Duplicate(params); err != nil || dup {
+		return nil, nil, false
+	}
+	name, ok, _ := rawjson.GetString(params, "name")
+	if !ok {
+		return nil, nil, false
+	}
+	for _, k := range []string{"requestState", "inputResponses"} {
+		if _, has, _ := rawjson.Get(params, k); has {
+			return nil, nil, false
+		}
+	}
+	if meta, has, _ := rawjson.Get(params, "_meta"); has {
+		if _, dup, err := rawjson.Duplicate(meta); err != nil || dup {
+			return nil, nil, false
+		}
+		for _, k := range []string{"progressToken", mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities, mcp.MetaKeyLogLevel} {
+			if _, has, _ := rawjson.Get(meta, k); has {
+				return nil, nil, false
+			}
+		}
+	}
+	t, ok := g.View().Tool(name)
+	if !ok || g.discloses(t.Upstream) {
+		return nil, nil, false
+	}
+	if conn, ok := g.Upstream(t.Upstream); !ok {
+		return nil, nil, false
+	} else if _, ok := conn.SessionPassthrough(); !ok {
+		return nil, nil, false
+	}
+	if g.mayAsk(t) {
+		return nil, nil, false // asking a legacy client mid-call needs its SDK session
+	}
+	var principal string
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		principal = ti.UserID
+	}
+	ss := g.checked.check(next, r, session, principal, g.server)
+	if ss == nil {
+		return nil, nil, false
+	}
+	args, _, _ := rawjson.Get(params, "arguments")
+	if string(args) == "null" {
+		args = nil
+	}
+	// No Session: the stages that would ask the client mid-call (ask,
+	// approve) see a client they cannot ask and never send it a request
+	// outside this call's stream; mayAsk keeps such calls off this path.
+	client := &pipeline.Client{Version: r.Header.Get("Mcp-Protocol-Version"), Capabilities: ss.InitializeParams().Capabilities,
+		Principal: principal}
+	return &pipeline.Call{Method: upstream.MethodCallTool, Name: name, Arguments: args, Client: client,
+		Wire: &pipeline.Wire{Params: params}}, id, true
 }
 
 // passable decides whether a request can take the passthrough path and,
@@ -119,3 +222,29 @@ func modernVersion(v string) bool {
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// mayAsk reports whether a call of t may need the client asked mid-call
+// for a confirmation or an approval: when the gateway decides calls and
+// the tool's declaration does not make it a plain read (a resolution stays
+// within the declaration, but may add requiresConfirmation), or a decision
+// rule confirms.
+func (g *Gateway) mayAsk(t *catalog.Tool) bool {
+	d := g.opts.Decisions
+	if d == nil {
+		return false
+	}
+	for _, r := range d.Rules {
+		if r.Verdict == pipeline.Confirm {
+			return true
+		}
+	}
+	if t.Tool == nil {
+		return true
+	}
+	a := preflight.AnnotationsOf(t.Tool.Annotations)
+	if !a.ReadOnlyHint || a.DestructiveHint {
+		return true
+	}
+	h, err := hints.Read(t.Tool.Meta)
+	return err != nil || h.RequiresConfirmation != nil && *h.RequiresConfirmation || t.Resolvable
+}

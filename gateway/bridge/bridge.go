@@ -94,6 +94,7 @@ type Forward struct {
 	logger    *slog.Logger
 	nonces    state.Nonces
 	own       *state.Store // made when Options.Nonces is nil
+	sessions  sessions     // legacy clients' passed-through calls
 }
 
 // New returns the forwarding handler.
@@ -119,6 +120,7 @@ func New(opts *Options) *Forward {
 	if f.logger == nil {
 		f.logger = slog.New(slog.DiscardHandler)
 	}
+	f.sessions.init()
 	return f
 }
 
@@ -134,6 +136,9 @@ func (f *Forward) Close() {
 func (f *Forward) Serve(ctx context.Context, c *pipeline.Call) (mcp.Result, error) {
 	c.UpstreamEra = c.Upstream.Era()
 	if c.Wire != nil {
+		if !c.Client.Modern {
+			return f.sessionPassthrough(ctx, c)
+		}
 		return f.passthrough(ctx, c)
 	}
 	if c.Client.Modern {

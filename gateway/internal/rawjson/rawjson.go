@@ -334,3 +334,28 @@ func unquote(k []byte, escaped bool) string {
 	}
 	return out
 }
+
+// Duplicate returns the first key that appears more than once among the
+// members of obj, and whether there is one. Decoders disagree on which of
+// two members of the same name wins, so a request routed by one of them
+// and executed by another must have none.
+func Duplicate(obj []byte) (string, bool, error) {
+	var (
+		keys [16]string
+		seen = keys[:0]
+		dup  string
+		has  bool
+	)
+	err := scan(obj, func(k []byte, quoted bool, _, _, _, _ int) bool {
+		key := unquote(k, quoted)
+		for _, s := range seen {
+			if s == key {
+				dup, has = key, true
+				return false
+			}
+		}
+		seen = append(seen, key)
+		return true
+	})
+	return dup, has, err
+}

@@ -128,3 +128,23 @@ func FuzzMembers(f *testing.F) {
 		}
 	})
 }
+
+func TestDuplicate(t *testing.T) {
+	for _, c := range []struct {
+		obj  string
+		key  string
+		dup  bool
+		fail bool
+	}{
+		{obj: `{"name":"a","arguments":{"name":"x","name":"y"}}`},
+		{obj: `{"name":"a","name":"b"}`, key: "name", dup: true},
+		{obj: `{"name":"a","n\u0061me":"b"}`, key: "name", dup: true},
+		{obj: `{}`},
+		{obj: `[1]`, fail: true},
+	} {
+		key, dup, err := Duplicate([]byte(c.obj))
+		if (err != nil) != c.fail || dup != c.dup || key != c.key {
+			t.Errorf("Duplicate(%s) = %q, %v, %v; want %q, %v, error %v", c.obj, key, dup, err, c.key, c.dup, c.fail)
+		}
+	}
+}
