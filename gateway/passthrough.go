@@ -1,5 +1,7 @@
 package gateway
 
+//lint:file-ignore SA1019 a legacy session's log level is read to filter the upstream's log messages as the SDK does; protocol 2026-07-28 deprecates logging (SEP-2577) but 2025-11-25 clients still set it.
+
 import (
 	"bytes"
 	"encoding/json"

@@ -1,5 +1,7 @@
 package gateway_test
 
+//lint:file-ignore SA1019 the test sets a legacy session's log level and sends log messages, which protocol 2026-07-28 deprecates (SEP-2577) and 2025-11-25 clients still use.
+
 import (
 	"bytes"
 	"context"
