@@ -259,6 +259,14 @@ func signInWith(t *testing.T, base, link, token string) {
 // that stops it and returns its exit code.
 func startServe(t *testing.T, args ...string) (url, data string, stderr *lockedBuffer, stop func() int) {
 	t.Helper()
+	url, data, _, stderr, stop = startServePrinted(t, args...)
+	return url, data, stderr, stop
+}
+
+// startServePrinted is startServe that also returns what serve printed
+// on standard output before it said how to stop it.
+func startServePrinted(t *testing.T, args ...string) (url, data, printedOut string, stderr *lockedBuffer, stop func() int) {
+	t.Helper()
 	data = filepath.Join(t.TempDir(), "data")
 	ctx, cancel := context.WithCancel(context.Background())
 	outR, outW := io.Pipe()
@@ -290,7 +298,7 @@ func startServe(t *testing.T, args ...string) (url, data string, stderr *lockedB
 		return code
 	}
 	t.Cleanup(func() { stop() })
-	return m[1], data, stderr, stop
+	return m[1], data, printed.String(), stderr, stop
 }
 
 // TestServeDecisions checks that serve decides every call: a delete by a
