@@ -7,8 +7,13 @@
 //
 // The config the replicas share fronts this repository's two example
 // servers over stdio (every replica starts its own, over one data
-// directory), keeps disclosure grants in Redis, approvals in PostgreSQL,
-// and seals 2026-07-28 clients' requestState with keys every replica has.
+// directory), keeps single-use confirmation nonces, approval
+// notifications and disclosure grants in Redis, approvals, the audit log
+// and pins in PostgreSQL, and seals 2026-07-28 clients' requestState with
+// keys every replica has. The files server's deletes and replaces are
+// confirmed in band (its hints), its appends by a person out of band
+// (the rule appends-need-a-person); reads are audited in full, so that
+// each call's arguments name it in the log.
 // HAProxy names the replica that answered in X-Preflight-Replica.
 package fleet
 
@@ -65,8 +70,11 @@ type Fleet struct {
 	URL string
 	// Replicas are the serve processes, r1 first.
 	Replicas []*Replica
-	// RedisURL and PostgresURL are the shared stores.
+	// RedisURL and PostgresURL are the shared stores; Redis and Postgres
+	// their servers, which a test may stop and restart.
 	RedisURL, PostgresURL string
+	Redis                 *redistest.Server
+	Postgres              *pgtest.Server
 	// Dir holds the config, the data directory and the logs.
 	Dir string
 
@@ -193,6 +201,21 @@ requestState:
 approvals:
   store: postgres
   url: ${PREFLIGHT_POSTGRES_URL}
+audit:
+  store: postgres
+  url: ${PREFLIGHT_POSTGRES_URL}
+  levels: {read: full}
+pins:
+  store: postgres
+  url: ${PREFLIGHT_POSTGRES_URL}
+decisions:
+  rules:
+    - name: appends-need-a-person
+      servers: [files]
+      tools: [manage_files]
+      when: args.action == "append"
+      decision: confirm
+      approval: human
 `
 
 // Start starts a fleet for t, stopped and removed when t ends. It fails t
@@ -236,6 +259,7 @@ func Start(t testing.TB, o *Options) *Fleet {
 	f := &Fleet{
 		t: t, Dir: dir, config: filepath.Join(dir, "gateway.yaml"),
 		RedisURL: "redis://" + rs.Addr() + "/0", PostgresURL: pg.DSN(),
+		Redis: rs, Postgres: pg,
 	}
 	f.env = append(os.Environ(),
 		"FLEET_BIN="+bin, "FLEET_DATA="+filepath.Join(dir, "data"),
@@ -444,3 +468,6 @@ func readLog(path string) string {
 	}
 	return string(b)
 }
+
+// Log returns the end of replica r's log, for a failure's message.
+func (r *Replica) Log() string { return readLog(r.p.log) }
