@@ -162,6 +162,19 @@ func TestDecisions(t *testing.T) {
 		}
 	})
 
+	t.Run("a confidential result is redacted by every replica", func(t *testing.T) {
+		for _, rep := range f.Replicas {
+			for _, era := range []string{fleet.Modern, fleet.Legacy} {
+				c := &fleet.Client{URL: rep.URL, Version: era}
+				r := call(t, c, "tools/call", manage("read", "secret.txt"))
+				if r.Error != nil || strings.Contains(string(r.Raw), "alice@") || !strings.Contains(r.Text(), "[REDACTED:email]") {
+					t.Errorf("%s, %s: secret.txt read as %s", rep.Name, era, r.Raw)
+				}
+				c.Close(ctx)
+			}
+		}
+	})
+
 	t.Run("every call is in the shared audit log once", func(t *testing.T) {
 		const n = 12
 		want := map[string]string{}
@@ -209,3 +222,4 @@ func TestDecisions(t *testing.T) {
 		}
 	})
 }
+

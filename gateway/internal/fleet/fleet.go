@@ -12,7 +12,8 @@
 // and pins in PostgreSQL, and seals 2026-07-28 clients' requestState with
 // keys every replica has. The files server's deletes and replaces are
 // confirmed in band (its hints), its appends by a person out of band
-// (the rule appends-need-a-person); reads are audited in full, so that
+// (the rule appends-need-a-person), the results of reading secret* are
+// confidential, so redacted; reads are audited in full, so that
 // each call's arguments name it in the log.
 // HAProxy names the replica that answered in X-Preflight-Replica.
 package fleet
@@ -49,6 +50,10 @@ const (
 	stopTimeout  = 30 * time.Second
 	buildTimeout = 5 * time.Minute
 )
+
+// SecretText is the content of the files server's secret.txt, whose
+// reads are redacted.
+const SecretText = "write to alice@example.com\n"
 
 // ReplicaHeader is the response header in which HAProxy names the replica
 // that answered (r1, r2, ...).
@@ -187,6 +192,12 @@ const baseConfig = `servers:
   files:
     command: ${FLEET_BIN}/files
     args: [-root, "${FLEET_DATA}/files"]
+    rules:
+      - name: secrets-are-confidential
+        tool: manage_files
+        when: args.action == "read" && args.path.startsWith("secret")
+        annotations: {readOnlyHint: true, idempotentHint: true}
+        hints: {effect: read, idempotent: true, requiresConfirmation: false, resultSensitivity: confidential}
   folders:
     command: ${FLEET_BIN}/folders
     args: [-root, "${FLEET_DATA}/folders"]
@@ -249,6 +260,9 @@ func Start(t testing.TB, o *Options) *Fleet {
 		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "data/files/notes.txt"), []byte("shared notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "data/files/secret.txt"), []byte(SecretText), 0o644); err != nil {
 		t.Fatal(err)
 	}
 
