@@ -222,4 +222,3 @@ func TestDecisions(t *testing.T) {
 		}
 	})
 }
-
