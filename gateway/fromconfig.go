@@ -45,7 +45,9 @@ import (
 // store on redis.url under redis.prefix + "disclose:", whose client
 // [Gateway.Close] closes. requestState's keys become [Options.Ring], shared
 // by every replica with the same keys; an approvals section becomes
-// [Options.Approvals] (see approvalsFromConfig). Unless every server's pin
+// [Options.Approvals] (see approvalsFromConfig); redis.url becomes
+// [Options.State] (single-use confirmations and notifications shared by
+// replicas, under redis.prefix + "state:"), which Gateway.Close closes. Unless every server's pin
 // is off, the pins section becomes [Options.Pinner], over the store
 // [OpenPinStore] opens (which Gateway.Close closes), with each server's pin
 // as its mode.
@@ -162,6 +164,17 @@ func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 		}
 		opts.Ring = ring
 	}
+	if cfg.Redis.URL != "" {
+		// Single-use confirmations (and approval notifications) need the
+		// state every replica shares.
+		st, err := state.FromConfig(cfg, nil)
+		if err != nil {
+			_ = opts.Close()
+			return nil, fmt.Errorf("configuration: redis: %w", err)
+		}
+		opts.State = st
+		opts.closers = append(opts.closers, st.Close)
+	}
 	if !cfg.Approvals.IsZero() {
 		if err := approvalsFromConfig(cfg, opts); err != nil {
 			_ = opts.Close()
@@ -213,13 +226,8 @@ func approvalsFromConfig(cfg *config.Config, opts *Options) error {
 		store = s
 	}
 	o := &approval.Options{TTL: time.Duration(a.TTL), UseWindow: time.Duration(a.UseWindow), Admins: slices.Clone(a.Admins), Logger: opts.Logger}
-	if cfg.Redis.URL != "" {
-		st, err := state.FromConfig(cfg, nil)
-		if err != nil {
-			return fmt.Errorf("configuration: redis: %w", err)
-		}
-		opts.closers = append(opts.closers, st.Close)
-		o.Notifier = approval.BusNotifier(st.Bus)
+	if opts.State != nil {
+		o.Notifier = approval.BusNotifier(opts.State.Bus)
 	}
 	opts.Approvals = approval.New(store, o)
 	return nil

@@ -28,6 +28,14 @@ type Client struct {
 	URL     string
 	Version string
 	HTTP    *http.Client
+	// Capabilities are the client's capabilities: a legacy client's in
+	// initialize, a modern one's in every request's _meta. Nil means
+	// form elicitation.
+	Capabilities map[string]any
+	// OnRequest answers a request the server sends within a call's
+	// stream (elicitation/create): its result, or nil to answer with an
+	// error. Nil refuses every request.
+	OnRequest func(method string, params json.RawMessage) any
 
 	session string
 	ready   bool
@@ -67,7 +75,7 @@ func (c *Client) Call(ctx context.Context, method string, params map[string]any)
 		}
 		p["_meta"] = map[string]any{
 			"io.modelcontextprotocol/protocolVersion":    Modern,
-			"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{"form": map[string]any{}}},
+			"io.modelcontextprotocol/clientCapabilities": c.capabilities(),
 			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "fleet", "version": "0"},
 		}
 		params = p
@@ -81,7 +89,7 @@ func (c *Client) Call(ctx context.Context, method string, params map[string]any)
 
 func (c *Client) initialize(ctx context.Context) error {
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id.Add(1), "method": "initialize", "params": map[string]any{
-		"protocolVersion": Legacy, "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "fleet", "version": "0"},
+		"protocolVersion": Legacy, "capabilities": c.capabilities(), "clientInfo": map[string]any{"name": "fleet", "version": "0"},
 	}})
 	r, err := c.post(ctx, "initialize", nil, body)
 	if err != nil {
@@ -94,6 +102,13 @@ func (c *Client) initialize(ctx context.Context) error {
 	body, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})
 	_, err = c.post(ctx, "", nil, body)
 	return err
+}
+
+func (c *Client) capabilities() map[string]any {
+	if c.Capabilities != nil {
+		return c.Capabilities
+	}
+	return map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}
 }
 
 // Close ends a legacy session (DELETE); nothing for a modern client.
@@ -157,7 +172,7 @@ func (c *Client) post(ctx context.Context, method string, params map[string]any,
 		c.session = id
 	}
 	r := &Response{Status: resp.StatusCode, Replica: resp.Header.Get(ReplicaHeader)}
-	raw, err := readMessage(resp)
+	raw, err := c.readMessage(ctx, resp)
 	if err != nil {
 		return nil, fmt.Errorf("%s: HTTP %d: %w", method, resp.StatusCode, err)
 	}
@@ -176,8 +191,8 @@ func (c *Client) post(ctx context.Context, method string, params map[string]any,
 
 // readMessage returns the JSON-RPC response of a reply: the body, or the
 // first event of a stream that is a response (not a request or a
-// notification).
-func readMessage(resp *http.Response) ([]byte, error) {
+// notification). A request in the stream is answered with OnRequest.
+func (c *Client) readMessage(ctx context.Context, resp *http.Response) ([]byte, error) {
 	body := io.LimitReader(resp.Body, maxResponse)
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		b, err := io.ReadAll(body)
@@ -201,9 +216,15 @@ func readMessage(resp *http.Response) ([]byte, error) {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
 		}
-		if json.Unmarshal(data.Bytes(), &m) == nil && m.ID != nil && m.Method == "" {
-			return bytes.Clone(data.Bytes()), nil
+		if json.Unmarshal(data.Bytes(), &m) == nil && m.ID != nil {
+			if m.Method == "" {
+				return bytes.Clone(data.Bytes()), nil
+			}
+			if err := c.answer(ctx, m.ID, m.Method, m.Params); err != nil {
+				return nil, err
+			}
 		}
 		data.Reset()
 	}
@@ -211,6 +232,26 @@ func readMessage(resp *http.Response) ([]byte, error) {
 		return nil, err
 	}
 	return nil, errors.New("event stream ended without a response")
+}
+
+// answer replies to the server's request id.
+func (c *Client) answer(ctx context.Context, id json.RawMessage, method string, params json.RawMessage) error {
+	reply := map[string]any{"jsonrpc": "2.0", "id": id}
+	var result any
+	if c.OnRequest != nil {
+		result = c.OnRequest(method, params)
+	}
+	if result != nil {
+		reply["result"] = result
+	} else {
+		reply["error"] = map[string]any{"code": -32601, "message": "not handled by this client"}
+	}
+	body, err := json.Marshal(reply)
+	if err != nil {
+		return err
+	}
+	_, err = c.post(ctx, "", nil, body)
+	return err
 }
 
 // ioCopy reads a response's body into w, bounded.

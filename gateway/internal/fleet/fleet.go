@@ -7,8 +7,14 @@
 //
 // The config the replicas share fronts this repository's two example
 // servers over stdio (every replica starts its own, over one data
-// directory), keeps disclosure grants in Redis, approvals in PostgreSQL,
-// and seals 2026-07-28 clients' requestState with keys every replica has.
+// directory), keeps single-use confirmation nonces, approval
+// notifications and disclosure grants in Redis, approvals, the audit log
+// and pins in PostgreSQL, and seals 2026-07-28 clients' requestState with
+// keys every replica has. The files server's deletes and replaces are
+// confirmed in band (its hints), its appends by a person out of band
+// (the rule appends-need-a-person), the results of reading secret* are
+// confidential, so redacted; reads are audited in full, so that
+// each call's arguments name it in the log.
 // HAProxy names the replica that answered in X-Preflight-Replica.
 package fleet
 
@@ -45,6 +51,10 @@ const (
 	buildTimeout = 5 * time.Minute
 )
 
+// SecretText is the content of the files server's secret.txt, whose
+// reads are redacted.
+const SecretText = "write to alice@example.com\n"
+
 // ReplicaHeader is the response header in which HAProxy names the replica
 // that answered (r1, r2, ...).
 const ReplicaHeader = "X-Preflight-Replica"
@@ -65,8 +75,11 @@ type Fleet struct {
 	URL string
 	// Replicas are the serve processes, r1 first.
 	Replicas []*Replica
-	// RedisURL and PostgresURL are the shared stores.
+	// RedisURL and PostgresURL are the shared stores; Redis and Postgres
+	// their servers, which a test may stop and restart.
 	RedisURL, PostgresURL string
+	Redis                 *redistest.Server
+	Postgres              *pgtest.Server
 	// Dir holds the config, the data directory and the logs.
 	Dir string
 
@@ -179,6 +192,12 @@ const baseConfig = `servers:
   files:
     command: ${FLEET_BIN}/files
     args: [-root, "${FLEET_DATA}/files"]
+    rules:
+      - name: secrets-are-confidential
+        tool: manage_files
+        when: args.action == "read" && args.path.startsWith("secret")
+        annotations: {readOnlyHint: true, idempotentHint: true}
+        hints: {effect: read, idempotent: true, requiresConfirmation: false, resultSensitivity: confidential}
   folders:
     command: ${FLEET_BIN}/folders
     args: [-root, "${FLEET_DATA}/folders"]
@@ -193,6 +212,21 @@ requestState:
 approvals:
   store: postgres
   url: ${PREFLIGHT_POSTGRES_URL}
+audit:
+  store: postgres
+  url: ${PREFLIGHT_POSTGRES_URL}
+  levels: {read: full}
+pins:
+  store: postgres
+  url: ${PREFLIGHT_POSTGRES_URL}
+decisions:
+  rules:
+    - name: appends-need-a-person
+      servers: [files]
+      tools: [manage_files]
+      when: args.action == "append"
+      decision: confirm
+      approval: human
 `
 
 // Start starts a fleet for t, stopped and removed when t ends. It fails t
@@ -228,6 +262,9 @@ func Start(t testing.TB, o *Options) *Fleet {
 	if err := os.WriteFile(filepath.Join(dir, "data/files/notes.txt"), []byte("shared notes\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "data/files/secret.txt"), []byte(SecretText), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	rs := redistest.Start(t, nil)
 	pg := pgtest.Start(t)
@@ -236,6 +273,7 @@ func Start(t testing.TB, o *Options) *Fleet {
 	f := &Fleet{
 		t: t, Dir: dir, config: filepath.Join(dir, "gateway.yaml"),
 		RedisURL: "redis://" + rs.Addr() + "/0", PostgresURL: pg.DSN(),
+		Redis: rs, Postgres: pg,
 	}
 	f.env = append(os.Environ(),
 		"FLEET_BIN="+bin, "FLEET_DATA="+filepath.Join(dir, "data"),
@@ -444,3 +482,6 @@ func readLog(path string) string {
 	}
 	return string(b)
 }
+
+// Log returns the end of replica r's log, for a failure's message.
+func (r *Replica) Log() string { return readLog(r.p.log) }

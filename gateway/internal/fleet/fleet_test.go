@@ -28,6 +28,28 @@ func call(t *testing.T, c *fleet.Client, method string, params map[string]any) *
 	return r
 }
 
+// answers adds to responses an accepting answer to each of r's input
+// requests: the gateway's confirmation, the example servers' own
+// confirmations and the new name they ask for.
+func answers(responses map[string]any, r *fleet.Response) map[string]any {
+	out := map[string]any{}
+	for k, v := range responses {
+		out[k] = v
+	}
+	reqs, _ := r.Result["inputRequests"].(map[string]any)
+	for key := range reqs {
+		content := map[string]any{"name": "renamed"}
+		switch {
+		case key == "preflight/confirm":
+			content = map[string]any{"confirm": true}
+		case strings.Contains(key, "confirm"):
+			content = map[string]any{"delete": true, "rename": true}
+		}
+		out[key] = map[string]any{"action": "accept", "content": content}
+	}
+	return out
+}
+
 func mkdirs(t *testing.T, dir string, files ...string) {
 	t.Helper()
 	for _, f := range files {
@@ -95,7 +117,7 @@ func TestFleet(t *testing.T) {
 		}
 		asker := r.Replica
 		state, _ := r.Result["requestState"].(string)
-		answer := map[string]any{"confirm_delete": map[string]any{"action": "accept", "content": map[string]any{"delete": true}}}
+		answer := answers(nil, r)
 		// The answer to the other replica, directly.
 		var other *fleet.Replica
 		for _, rep := range f.Replicas {
@@ -113,9 +135,20 @@ func TestFleet(t *testing.T) {
 		if r := call(t, direct, "tools/call", map[string]any{"name": "folders__delete_folder", "arguments": args, "inputResponses": answer, "requestState": string(tampered)}); r.Error == nil || r.Error.Code != -32602 {
 			t.Errorf("tampered state on %s: %s", other.Name, r.Raw)
 		}
-		r = call(t, direct, "tools/call", map[string]any{"name": "folders__delete_folder", "arguments": args, "inputResponses": answer, "requestState": state})
-		if r.Error != nil || r.Result["resultType"] != "complete" || !strings.Contains(r.Text(), "deleted: full") {
-			t.Fatalf("the answer on %s to %s's question: %s", other.Name, asker, r.Raw)
+		// The rounds (the gateway's confirmation, then the server's own)
+		// answered to the other replica.
+		for round := 0; r.Result["resultType"] == "input_required"; round++ {
+			if round == 4 {
+				t.Fatalf("still asking after %d rounds: %s", round, r.Raw)
+			}
+			answer = answers(answer, r)
+			r = call(t, direct, "tools/call", map[string]any{"name": "folders__delete_folder", "arguments": args, "inputResponses": answer, "requestState": r.Result["requestState"]})
+			if r.Error != nil {
+				t.Fatalf("round %d on %s of %s's question: %s", round, other.Name, asker, r.Raw)
+			}
+		}
+		if r.Result["resultType"] != "complete" || !strings.Contains(r.Text(), "deleted: full") {
+			t.Fatalf("the answers on %s to %s's question: %s", other.Name, asker, r.Raw)
 		}
 		if _, err := os.Stat(filepath.Join(folders, "full")); !os.IsNotExist(err) {
 			t.Errorf("full/ still exists: %v", err)
@@ -140,17 +173,7 @@ func TestFleet(t *testing.T) {
 				t.Fatalf("still asking after %d rounds: %s", round, r.Raw)
 			}
 			responses, _ := params["inputResponses"].(map[string]any)
-			if responses == nil {
-				responses = map[string]any{}
-			}
-			for key := range r.Result["inputRequests"].(map[string]any) {
-				switch {
-				case !strings.Contains(key, "confirm"):
-					responses[key] = map[string]any{"action": "accept", "content": map[string]any{"name": "renamed"}}
-				default:
-					responses[key] = map[string]any{"action": "accept", "content": map[string]any{"rename": true}}
-				}
-			}
+			responses = answers(responses, r)
 			params = map[string]any{"name": "folders__rename_folder", "arguments": map[string]any{"path": "old"}, "inputResponses": responses, "requestState": r.Result["requestState"]}
 		}
 		if _, err := os.Stat(filepath.Join(folders, "renamed", "x.txt")); err != nil {

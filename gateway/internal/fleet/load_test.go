@@ -20,8 +20,10 @@ var (
 	loadCompare  = flag.Bool("load.compare", false, "also run against one replica and report the ratio")
 )
 
-// TestLoad drives clients of both eras through HAProxy (reads and writes
-// of the example files server) and checks that no call failed, and that no
+// TestLoad drives clients of both eras through HAProxy (reads, confirmed
+// replaces and deletes answered in band, redacted reads of the example
+// files server) and checks that no call failed, that each call done is in
+// the shared audit log exactly once, and that no
 // replica's goroutines or live heap grew between the end of the warm-up
 // and the end of the run; it logs the throughput.
 func TestLoad(t *testing.T) {
@@ -42,11 +44,25 @@ func TestLoad(t *testing.T) {
 		f := fleet.Start(t, &fleet.Options{Replicas: nr})
 		for _, clients := range counts {
 			ctx, cancel := context.WithTimeout(context.Background(), *loadDuration+2*time.Minute)
+			since := time.Now().Add(-time.Second)
 			rep, err := f.Run(ctx, fleet.Load{Clients: clients, Duration: *loadDuration})
+			if err != nil {
+				cancel()
+				t.Fatal(err)
+			}
+			diffs, err := f.CheckAudit(ctx, since, rep.Done, rep.Cut)
 			cancel()
 			if err != nil {
 				t.Fatal(err)
 			}
+			if len(diffs) > 0 {
+				t.Errorf("%d replicas, %d clients: the audit log disagrees with the calls made (%d differences): %q", nr, clients, len(diffs), diffs[:min(len(diffs), 10)])
+			}
+			done := 0
+			for _, n := range rep.Done {
+				done += n
+			}
+			t.Logf("%d replicas, %d clients: %d calls done, each in the audit once (%d cut at the end)", nr, clients, done, rep.Cut)
 			t.Logf("%d replicas, %d clients: %v", nr, clients, rep)
 			rates[[2]int{nr, clients}] = rep.Rate()
 			if rep.Calls == 0 || rep.Failed > 0 {
