@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"os"
@@ -211,6 +212,8 @@ func (a *legacyAnswers) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mc
 		return &mcp.ElicitResult{Action: "cancel"}, nil
 	case "accept":
 		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
+	case "fail":
+		return nil, errors.New("this client does not show forms")
 	}
 	return &mcp.ElicitResult{Action: action}, nil
 }
@@ -257,10 +260,13 @@ func confirmLegacyMidCall(t *testing.T, upEra string) {
 		{"decline", "the confirmation was declined"},
 		{"cancel", "the confirmation was cancelled"},
 		{"block", "it was not confirmed within 300ms"},
+		// A client that fails the question is one that cannot be asked, not
+		// one that let the time pass.
+		{"fail", "this client cannot be asked for it"},
 	} {
 		a.set(c.action)
 		res := call()
-		if !res.IsError || !strings.Contains(text(t, res), c.want) || !strings.Contains(text(t, res), "upstream was not contacted") {
+		if !res.IsError || !strings.Contains(text(t, res), c.want) || c.action != "fail" && !strings.Contains(text(t, res), "upstream was not contacted") {
 			t.Errorf("%s: %s", c.action, text(t, res))
 		}
 		if !exists(t, notes) {
@@ -277,7 +283,7 @@ func confirmLegacyMidCall(t *testing.T, upEra string) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if len(a.asked) != 4 || !strings.Contains(a.asked[0], "Tool: manage_files") || !strings.Contains(a.asked[0], "path: notes.txt") {
+	if len(a.asked) != 5 || !strings.Contains(a.asked[0], "Tool: manage_files") || !strings.Contains(a.asked[0], "path: notes.txt") {
 		t.Errorf("questions: %q", a.asked)
 	}
 }

@@ -342,13 +342,14 @@ func (a *asker) resumed(ctx context.Context, c *Call, next Handler) (mcp.Result,
 func (a *asker) askLegacy(ctx context.Context, c *Call, next Handler) (mcp.Result, error) {
 	wctx, cancel := context.WithTimeout(ctx, a.Wait)
 	res, err := c.Client.Session.Elicit(wctx, a.question(c))
+	timedOut := wctx.Err() != nil // read before cancel, which sets it
 	cancel()
 	what := fmt.Sprintf("%s on server %s", clip(c.Name), c.Tool.Upstream)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if errors.Is(err, context.DeadlineExceeded) || wctx.Err() != nil {
+		if timedOut {
 			c.Outcome = "timeout"
 			return ToolError(c, fmt.Sprintf("The call of %s was not run: it was not confirmed within %s. The upstream was not contacted.", what, a.Wait)), nil
 		}
