@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -71,14 +72,19 @@ type docOutput struct {
 // docsServer is a 2026-07-28 Go server over HTTP whose read_doc returns
 // a file's text as structured content (and, as the SDK does, the same
 // JSON as text).
-func docsServer(t *testing.T, dir string) string {
+func docsServer(t *testing.T, dir, era string) string {
+	return serveEra(t, docsMCP(dir), era)
+}
+
+// docsMCP is the server docsServer serves.
+func docsMCP(dir string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "docs", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "read_doc", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(_ context.Context, _ *mcp.CallToolRequest, in docInput) (*mcp.CallToolResult, docOutput, error) {
 			b, err := os.ReadFile(filepath.Join(dir, filepath.Base(in.Path)))
 			return nil, docOutput{Content: string(b)}, err
 		})
-	return serveEra(t, s, modern)
+	return s
 }
 
 // gatewayFromConfig maps the YAML config onto options and starts a
@@ -119,7 +125,8 @@ func auditLog(t *testing.T, spec string) []*audit.Record {
 // address through the gateway, from three upstreams whose read tools the
 // configuration declares confidential (an override, a rule): the Go files
 // server over 2026-07-28 HTTP (the passthrough path), a Go server whose
-// result is structured content, and the npm filesystem server (2025-11-25
+// result is structured content (over 2026-07-28 and, where a legacy
+// client's call passes through, 2025-11-25), and the npm filesystem server (2025-11-25
 // over stdio, structured content too). Clients of both eras get every
 // result redacted, in text and structured content; the passthrough path
 // was taken; the audit log counts the kinds and holds neither value.
@@ -140,6 +147,14 @@ func TestRedactionOnTheWire(t *testing.T) {
 		}
 	})
 	files := &recorded{h: endpoint.NewHandler(fs, nil)}
+	// The docs server again, speaking 2025-11-25 only.
+	old := docsMCP(dir)
+	t.Cleanup(func() {
+		for ss := range old.Sessions() {
+			ss.Close()
+		}
+	})
+	oldDocs := &recorded{h: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return old }, nil)}
 	spec := npmServers(t)("npm", "server-filesystem", dir)
 	dbPath := filepath.Join(t.TempDir(), "audit.db")
 	g, url, _ := gatewayFromConfig(t, fmt.Sprintf(`
@@ -156,6 +171,13 @@ servers:
         tool: read_doc
         when: args.path.endsWith("secrets.txt")
         hints: {resultSensitivity: confidential}
+  olddocs:
+    url: %s
+    rules:
+      - name: olddocs-confidential
+        tool: read_doc
+        when: args.path.endsWith("secrets.txt")
+        hints: {resultSensitivity: confidential}
   npm:
     command: %s
     args: [%q, %q]
@@ -164,7 +186,7 @@ servers:
         hints: {resultSensitivity: confidential}
 audit:
   path: %s
-`, serveHTTP(t, files), docsServer(t, dir), spec.Command, spec.Args[0], spec.Args[1], dbPath))
+`, serveHTTP(t, files), docsServer(t, dir, modern), serveHTTP(t, oldDocs), spec.Command, spec.Args[0], spec.Args[1], dbPath))
 
 	calls := []struct {
 		tool string
@@ -172,6 +194,8 @@ audit:
 	}{
 		{"files__manage_files", map[string]any{"path": "secrets.txt", "action": "read"}},
 		{"docs__read_doc", map[string]any{"path": "secrets.txt"}},
+		// 2025-11-25 over HTTP: a legacy client's call passes through.
+		{"olddocs__read_doc", map[string]any{"path": "secrets.txt"}},
 		{"npm__read_text_file", map[string]any{"path": filepath.Join(dir, "secrets.txt")}},
 	}
 	n := 0
@@ -203,6 +227,11 @@ audit:
 	// only there).
 	if b := files.calls(); len(b) != 2 || !strings.Contains(b[0], `"x-vendor":{"kept":true}`) || strings.Contains(b[1], "x-vendor") {
 		t.Errorf("files upstream got %q; want the 2026-07-28 call passed through, the legacy one decoded", b)
+	}
+	// The legacy client's call of the 2025-11-25 docs server passed through
+	// on the gateway's session with it (under an id of the gateway's).
+	if b := oldDocs.calls(); !slices.ContainsFunc(b, func(s string) bool { return strings.Contains(s, `"id":"preflight-call-`) }) {
+		t.Errorf("2025-11-25 docs upstream got %q; want a legacy client's call passed through", b)
 	}
 
 	// A file that is not declared sensitive passes untouched.

@@ -252,15 +252,35 @@ func layersServer(b *testing.B) *mcp.Server {
 // the gateway with neither, with each, and with both, each against the
 // direct call. "issue" is a confidential 4 KiB read (redacted; audited
 // after it ends, in batches); "erase" a destructive call (audited durably
-// before it is forwarded and after). A layer's cost is the difference of
-// added-p50-µs between a configuration with it and one without.
+// before it is forwarded and after). "all" adds decisions (a rule set of
+// realistic size), pins in SQLite, the audit log and redaction. Metrics and
+// retries are on in every configuration, as by default. A layer's cost is
+// the difference of added-p50-µs between a configuration with it and one
+// without.
 func BenchmarkGatewayLayers(b *testing.B) {
 	for _, era := range []string{modern, legacy} {
 		b.Run("era="+era, func(b *testing.B) {
 			up := serveHTTP(b, endpoint.NewHandler(layersServer(b), nil))
-			for _, layers := range []string{"none", "audit", "redact", "audit+redact"} {
+			for _, layers := range []string{"none", "audit", "redact", "audit+redact", "all"} {
 				b.Run("layers="+layers, func(b *testing.B) {
 					opts := &gateway.Options{Upstreams: []gateway.UpstreamSpec{{Name: "layers", URL: up, Era: era, CallTimeout: time.Minute}}}
+					if layers == "all" {
+						// Every layer: decisions with a rule set of realistic
+						// size (and a rule that lets the benchmark's
+						// destructive call run without a person), pins in
+						// SQLite, the audit log and redaction; metrics and
+						// retries are on in every configuration.
+						d := benchDecisions()
+						d.Rules = append([]pipeline.DecisionRule{{Name: "erase-runs", Tools: []string{"erase"}, Verdict: pipeline.Allow}}, d.Rules...)
+						opts.Decisions = d
+						store, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "pins.db"))
+						if err != nil {
+							b.Fatal(err)
+						}
+						b.Cleanup(func() { store.Close() })
+						opts.Pinner = pin.New(store, nil)
+						layers = "audit+redact"
+					}
 					if strings.Contains(layers, "audit") {
 						a, s, err := gateway.OpenAudit(context.Background(), "sqlite:"+filepath.Join(b.TempDir(), "audit.db"), nil)
 						if err != nil {

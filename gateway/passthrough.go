@@ -244,7 +244,7 @@ func (g *Gateway) mayAsk(t *catalog.Tool) bool {
 		return true
 	}
 	a := preflight.AnnotationsOf(t.Tool.Annotations)
-	if !a.ReadOnlyHint || a.DestructiveHint {
+	if !a.ReadOnlyHint { // a read-only tool's destructiveHint means nothing
 		return true
 	}
 	h, err := hints.Read(t.Tool.Meta)

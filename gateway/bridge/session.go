@@ -433,8 +433,18 @@ func (f *Forward) legacyResponse(c *pipeline.Call, msg, upID, clientID json.RawM
 	if _, has, _ := rawjson.Get(res, "resultType"); has {
 		if r, err := rawjson.Delete(res, "resultType"); err == nil {
 			if o, err := rawjson.Set(out, "result", r); err == nil {
-				out = o
+				out, res = o, r
 			}
+		}
+	}
+	if c.Wire != nil && c.Wire.Result != nil {
+		// A stage (redact) sees the result before the client does.
+		if r := c.Wire.Result(res); !bytes.Equal(r, res) {
+			o, err := rawjson.Set(out, "result", r)
+			if err != nil {
+				return ErrorResponse(clientID, internalError("rewriting the result: %v", err)), true
+			}
+			out = o
 		}
 	}
 	return out, true
