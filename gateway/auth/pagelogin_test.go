@@ -213,7 +213,11 @@ func TestPageSignInOAuth(t *testing.T) {
 
 	s := newPageSite(t, g.a)
 	for name, change := range map[string]func(jwt.MapClaims){
-		"expired":      func(c jwt.MapClaims) { c["exp"] = c["iat"].(int64) - 3600; c["iat"] = c["exp"].(int64) - 60; c["nbf"] = c["iat"] },
+		"expired": func(c jwt.MapClaims) {
+			c["exp"] = c["iat"].(int64) - 3600
+			c["iat"] = c["exp"].(int64) - 60
+			c["nbf"] = c["iat"]
+		},
 		"other issuer": func(c jwt.MapClaims) { c["iss"] = "https://evil.example" },
 	} {
 		c := is.claims(g.resource)
