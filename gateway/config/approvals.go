@@ -50,11 +50,15 @@ type Approvals struct {
 	// Admins are the principals who may decide anyone's requests; others
 	// decide only their own.
 	Admins []string `json:"admins,omitempty"`
+	// PageURL is the approval page's root as people reach it, such as
+	// https://mcp.example.com/ui: the links clients are given start with
+	// it, and the page answers its host besides the listen address's.
+	PageURL string `json:"pageUrl,omitempty"`
 }
 
 // IsZero reports whether a is the zero value (no approvals section).
 func (a Approvals) IsZero() bool {
-	return a.Store == "" && a.Path == "" && a.URL == "" && a.TTL == 0 && a.UseWindow == 0 && len(a.Admins) == 0
+	return a.Store == "" && a.Path == "" && a.URL == "" && a.TTL == 0 && a.UseWindow == 0 && len(a.Admins) == 0 && a.PageURL == ""
 }
 
 // approvals checks the approvals section and applies its defaults.
@@ -98,6 +102,12 @@ func (p *parser) approvals(a *Approvals) {
 		a.UseWindow = Duration(DefaultApprovalUseWindow)
 	} else if time.Duration(a.UseWindow) > MaxApprovalTTL {
 		p.fail(at+"useWindow", "%s is more than %s", a.UseWindow, Duration(MaxApprovalTTL))
+	}
+	if a.PageURL != "" {
+		if u, err := url.Parse(a.PageURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+			u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			p.fail(at+"pageUrl", "want an absolute http or https URL without query, such as https://mcp.example.com/ui")
+		}
 	}
 	if len(a.Admins) > MaxAdmins {
 		p.fail(at+"admins", "%d admins: at most %d", len(a.Admins), MaxAdmins)

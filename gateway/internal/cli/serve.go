@@ -8,10 +8,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -24,6 +26,7 @@ import (
 	"github.com/preflightmcp/preflight/examples/folders/foldertool"
 	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/approval"
+	"github.com/preflightmcp/preflight/gateway/auth"
 	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/page"
 	"github.com/preflightmcp/preflight/gateway/pin"
@@ -163,7 +166,7 @@ func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
 	defer cleanup()
 	opts.Logger = logger
 	addr := c.addr.value
-	g, login, err := c.start(opts, logger, addr)
+	g, login, err := c.start(opts, logger, addr, nil)
 	if err != nil {
 		return err
 	}
@@ -173,10 +176,12 @@ func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
 }
 
 // start builds and starts the gateway: decisions on (in dry-run with
-// -dry-run), and, served over HTTP on loopback without a page of its own,
-// out-of-band approval on the page with the loopback sign-in, whose login
-// it returns.
-func (c *serveCmd) start(opts *gateway.Options, logger *slog.Logger, addr string) (*gateway.Gateway, *page.TokenLogin, error) {
+// -dry-run), and, served over HTTP without a page of its own, out-of-band
+// approval on the page: with authentication configured (cfg's auth
+// section), people sign in with their gateway credential; on loopback the
+// operator also signs in with a printed one-time link, whose login start
+// returns (nil when there is none).
+func (c *serveCmd) start(opts *gateway.Options, logger *slog.Logger, addr string, cfg *config.Config) (*gateway.Gateway, *page.TokenLogin, error) {
 	if opts.Decisions == nil {
 		opts.Decisions = &pipeline.DecideOptions{}
 	}
@@ -188,8 +193,13 @@ func (c *serveCmd) start(opts *gateway.Options, logger *slog.Logger, addr string
 		opts.Version = "devel"
 	}
 	var login *page.TokenLogin
-	if !c.stdio && opts.Page == nil && page.IsLoopback(addr) {
-		login = approvalsPage(opts, logger)
+	if !c.stdio && opts.Page == nil {
+		switch {
+		case opts.Auth != nil && !opts.Auth.Anonymous():
+			login = signInPage(opts, logger, addr, cfg)
+		case page.IsLoopback(addr):
+			login = approvalsPage(opts, logger)
+		}
 	}
 	g, err := gateway.New(opts)
 	if err != nil {
@@ -207,6 +217,7 @@ type served struct {
 	setup, addr string
 	pins        string           // the built-in setup's pin store, "" for none
 	login       *page.TokenLogin // nil: no page sign-in to print
+	credential  bool             // people sign in to the page with their credential
 }
 
 // serve serves g over stdio or HTTP at s.addr until ctx is done, passing
@@ -233,6 +244,8 @@ func (c *serveCmd) serve(ctx context.Context, env *env, g *gateway.Gateway, logg
 				return err
 			}
 			printPage(env.stdout, g.PageURL(), link)
+		} else if s.credential {
+			fmt.Fprintf(env.stdout, "Calls that need a person wait for approval at %s/ (sign in with your gateway token or access token)\n", g.PageURL())
 		}
 		fmt.Fprintf(env.stdout, "Stop with Ctrl-C.\n")
 	}
@@ -305,11 +318,12 @@ func (c *serveCmd) serveConfig(ctx context.Context, env *env, logger *slog.Logge
 	if first.Listen.Stdio && !c.stdio {
 		logger.Warn("listen.stdio is not served by itself: start the gateway with -stdio to serve stdio", "file", c.config)
 	}
-	g, login, err := c.start(opts, logger, addr)
+	g, login, err := c.start(opts, logger, addr, first)
 	if err != nil {
 		return err
 	}
 	defer g.Close()
+	credential := opts.Page != nil && opts.Auth != nil && !opts.Auth.Anonymous()
 
 	// Each new version is applied on serve's goroutine.
 	running := first
@@ -335,7 +349,7 @@ func (c *serveCmd) serveConfig(ctx context.Context, env *env, logger *slog.Logge
 			}
 		}
 	}()
-	return c.serve(ctx, env, g, logger, served{setup: "configuration " + c.config, addr: addr, login: login}, updates)
+	return c.serve(ctx, env, g, logger, served{setup: "configuration " + c.config, addr: addr, login: login, credential: credential}, updates)
 }
 
 // reload applies next, a new version of the configuration (or the error
@@ -554,6 +568,78 @@ func approvalsPage(opts *gateway.Options, logger *slog.Logger) *page.TokenLogin 
 	login := page.NewTokenLogin(nil)
 	opts.Page = &gateway.Page{Login: login}
 	return login
+}
+
+// signInPage turns on out-of-band approval (requests in memory unless the
+// configuration names a store) and the page at /ui, where people sign in
+// with the credential they use with the gateway, verified as /mcp
+// verifies it: they decide their own principal's calls, and
+// approvals.admins anyone's. On loopback the operator (principal "", an
+// admin) also signs in with the printed one-time link, which it returns.
+// The page answers loopback host names, the listen address's host and
+// approvals.pageUrl's.
+func signInPage(opts *gateway.Options, logger *slog.Logger, addr string, cfg *config.Config) *page.TokenLogin {
+	var admins []string
+	var pageURL string
+	if cfg != nil {
+		admins, pageURL = cfg.Approvals.Admins, cfg.Approvals.PageURL
+	}
+	loopback := page.IsLoopback(addr)
+	if opts.Approvals == nil {
+		a := admins
+		if loopback {
+			a = append(slices.Clone(admins), "")
+		}
+		opts.Approvals = approval.New(nil, &approval.Options{Admins: a, Logger: logger})
+	}
+	var link *page.TokenLogin
+	if loopback {
+		link = page.NewTokenLogin(nil)
+	}
+	verifier := opts.Auth
+	login := page.NewCredentialLogin(&page.CredentialLoginOptions{
+		Link: link, MaxBytes: auth.MaxTokenBytes, Logger: logger,
+		Verify: func(ctx context.Context, credential string) (page.Identity, error) {
+			p, err := verifier.Verify(ctx, credential)
+			if err != nil {
+				return page.Identity{}, err
+			}
+			return page.Identity{Principal: p.Name, Admin: slices.Contains(admins, p.Name)}, nil
+		},
+	})
+	hosts, wildcard := pageHosts(addr, pageURL)
+	if wildcard && pageURL == "" {
+		logger.Warn("the approval page answers only loopback host names and the listen address: set approvals.pageUrl to the address people open", "listen", addr)
+	}
+	p := &gateway.Page{Login: login, Hosts: hosts}
+	if pageURL != "" {
+		p.URL = strings.TrimRight(pageURL, "/")
+		p.Secure = strings.HasPrefix(pageURL, "https:")
+	}
+	opts.Page = p
+	return link
+}
+
+// pageHosts returns the host names the page answers: loopback ones, addr's
+// host and pageURL's. wildcard reports that addr listens on every address.
+func pageHosts(addr, pageURL string) (hosts []string, wildcard bool) {
+	hosts = []string{"localhost", "127.0.0.1", "::1"}
+	add := func(h string) {
+		if h != "" && !slices.ContainsFunc(hosts, func(x string) bool { return strings.EqualFold(x, h) }) {
+			hosts = append(hosts, h)
+		}
+	}
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		if ip := net.ParseIP(h); h == "" || ip != nil && ip.IsUnspecified() {
+			wildcard = true
+		} else {
+			add(h)
+		}
+	}
+	if u, err := url.Parse(pageURL); err == nil && pageURL != "" {
+		add(u.Hostname())
+	}
+	return hosts, wildcard
 }
 
 // printPage tells the operator where calls wait for approval and how to
