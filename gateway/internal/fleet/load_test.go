@@ -44,7 +44,10 @@ func TestLoad(t *testing.T) {
 		f := fleet.Start(t, &fleet.Options{Replicas: nr})
 		for _, clients := range counts {
 			ctx, cancel := context.WithTimeout(context.Background(), *loadDuration+2*time.Minute)
-			since := time.Now().Add(-time.Second)
+			// Records of this run only: the previous run on the same fleet
+			// (other client counts) ended before this instant, and its calls
+			// cut at the end started before it.
+			since := time.Now()
 			rep, err := f.Run(ctx, fleet.Load{Clients: clients, Duration: *loadDuration})
 			if err != nil {
 				cancel()
