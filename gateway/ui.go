@@ -30,9 +30,10 @@ type Page struct {
 	// https://mcp.example.com/ui: the links clients are given start with
 	// it. Empty means http://ADDR/ui, ADDR being the listener of Serve.
 	URL string
-	// Hosts are the host names the page answers besides loopback ones
-	// (page.Options.Hosts); Secure marks its cookies Secure behind a
-	// proxy that terminates TLS.
+	// Hosts are the host names (without port) the page answers
+	// (page.Options.Hosts: nil means loopback names only, so a page served
+	// elsewhere lists loopback names too if it wants them); Secure marks
+	// its cookies Secure behind a proxy that terminates TLS.
 	Hosts  []string
 	Secure bool
 	// Sessions keeps the page's sessions. Nil means in process.
