@@ -30,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -490,3 +491,21 @@ func readLog(path string) string {
 
 // Log returns the end of replica r's log, for a failure's message.
 func (r *Replica) Log() string { return readLog(r.p.log) }
+
+// loginLink matches the one-time login link a replica prints for its
+// approval page.
+var loginLink = regexp.MustCompile(`(?m)^  (http://127\.0\.0\.1:\d+/ui/login\?token=(\S+))$`)
+
+// LoginLink returns the one-time link to sign in to replica r's approval
+// page, as it printed it, and the token in it.
+func (r *Replica) LoginLink() (link, token string, err error) {
+	b, err := os.ReadFile(r.p.log)
+	if err != nil {
+		return "", "", err
+	}
+	m := loginLink.FindSubmatch(b)
+	if m == nil {
+		return "", "", fmt.Errorf("%s printed no login link", r.Name)
+	}
+	return string(m[1]), string(m[2]), nil
+}
