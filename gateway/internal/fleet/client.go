@@ -53,8 +53,9 @@ type Response struct {
 
 // RPCError is a JSON-RPC error.
 type RPCError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
 }
 
 // Call sends method with params and returns the response. A transport

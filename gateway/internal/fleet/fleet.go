@@ -30,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -67,6 +68,10 @@ type Options struct {
 	// Config is extra YAML appended to the shared config (more keys for
 	// a test); it may use ${PREFLIGHT_REDIS_URL} and the like.
 	Config string
+	// Servers is extra YAML added to the config's servers map (entries
+	// indented by two spaces); ${FLEET_BIN}/slow is the slow upstream
+	// (package slow), ${FLEET_DATA} the data directory.
+	Servers string
 }
 
 // Fleet is a running fleet.
@@ -164,6 +169,7 @@ func build() (string, error) {
 			{filepath.Join(root, "gateway"), "./cmd/preflight", "preflight"},
 			{root, "./examples/files", "files"},
 			{root, "./examples/folders", "folders"},
+			{filepath.Join(root, "gateway"), "./internal/fleet/slow", "slow"},
 		} {
 			cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(buildDir, b.out), b.pkg)
 			cmd.Dir = b.dir
@@ -189,7 +195,7 @@ func haproxyBin() (string, error) {
 
 // baseConfig is the config every replica reads.
 const baseConfig = `servers:
-  files:
+${SERVERS}  files:
     command: ${FLEET_BIN}/files
     args: [-root, "${FLEET_DATA}/files"]
     rules:
@@ -279,7 +285,7 @@ func Start(t testing.TB, o *Options) *Fleet {
 		"FLEET_BIN="+bin, "FLEET_DATA="+filepath.Join(dir, "data"),
 		"PREFLIGHT_REDIS_URL="+f.RedisURL, "PREFLIGHT_POSTGRES_URL="+f.PostgresURL,
 		"PREFLIGHT_REQUEST_STATE_KEYS=k1:"+base64.StdEncoding.EncodeToString(secret))
-	if err := os.WriteFile(f.config, []byte(baseConfig+opts.Config), 0o644); err != nil {
+	if err := os.WriteFile(f.config, []byte(strings.Replace(baseConfig, "${SERVERS}", opts.Servers, 1)+opts.Config), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for range opts.Replicas {
@@ -485,3 +491,21 @@ func readLog(path string) string {
 
 // Log returns the end of replica r's log, for a failure's message.
 func (r *Replica) Log() string { return readLog(r.p.log) }
+
+// loginLink matches the one-time login link a replica prints for its
+// approval page.
+var loginLink = regexp.MustCompile(`(?m)^  (http://127\.0\.0\.1:\d+/ui/login\?token=(\S+))$`)
+
+// LoginLink returns the one-time link to sign in to replica r's approval
+// page, as it printed it, and the token in it.
+func (r *Replica) LoginLink() (link, token string, err error) {
+	b, err := os.ReadFile(r.p.log)
+	if err != nil {
+		return "", "", err
+	}
+	m := loginLink.FindSubmatch(b)
+	if m == nil {
+		return "", "", fmt.Errorf("%s printed no login link", r.Name)
+	}
+	return string(m[1]), string(m[2]), nil
+}
