@@ -236,4 +236,45 @@ func TestUpstreamFaults(t *testing.T) {
 			t.Errorf("calls the upstream saw: %v", count)
 		}
 	})
+
+	// Last, as it kills a replica: a call held in r1 when r1 dies is lost
+	// with it; the client's retry through the load balancer is served by
+	// r2, once.
+	t.Run("a replica killed mid-call: the retry is served by the other", func(t *testing.T) {
+		victim, other := f.Replicas[0], f.Replicas[1]
+		if err := os.WriteFile(filepath.Join(dir, "gone-1.block"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c := &fleet.Client{URL: victim.URL, Version: fleet.Modern}
+		lost := make(chan error, 1)
+		go func() {
+			_, err := c.Call(ctx, "tools/call", wait("crash", "gone-1"))
+			lost <- err
+		}()
+		for !exists(t, filepath.Join(dir, "gone-1.pid")) {
+			select {
+			case err := <-lost:
+				t.Fatalf("the call ended before it was held: %v", err)
+			case <-ctx.Done():
+				t.Fatalf("the call did not reach %s's upstream within the bound", victim.Name)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		f.Kill(victim)
+		if err := <-lost; err == nil {
+			t.Errorf("the call held in the killed %s answered", victim.Name)
+		}
+		lb := &fleet.Client{URL: f.URL, Version: fleet.Modern}
+		r := call(t, lb, "tools/call", wait("crash", "gone-1"))
+		if r.Error != nil || !strings.HasPrefix(r.Text(), "done gone-1 ") || r.Replica != other.Name {
+			t.Errorf("the retry after %s was killed: served by %s: %s", victim.Name, r.Replica, r.Raw)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "calls.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(b), "gone-1 "); n != 2 {
+			t.Errorf("the upstreams saw gone-1 %d times, want 2 (the lost call and its retry)", n)
+		}
+	})
 }
