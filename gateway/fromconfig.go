@@ -199,7 +199,8 @@ func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 	return opts, nil
 }
 
-// openTimeout bounds opening a store named by the configuration.
+// openTimeout bounds opening a store named by the configuration (a
+// PostgreSQL server may be unreachable).
 const openTimeout = 30 * time.Second
 
 // approvalsFromConfig makes opts.Approvals: its store as approvals.store
@@ -289,10 +290,6 @@ func PinModes(cfg *config.Config) func(server string) pin.Mode {
 	}
 }
 
-// pinOpenTimeout bounds opening the pin store (a PostgreSQL server may be
-// unreachable).
-const pinOpenTimeout = 30 * time.Second
-
 // OpenPinStore opens the pin store of a configuration's pins section: its
 // SQLite file (the default one, in config.DefaultStateDir, is created with
 // its directory) or its PostgreSQL database. The gateway and the
@@ -307,7 +304,7 @@ func OpenPinStore(ctx context.Context, p config.Pins) (sqlstore.Store, error) {
 			return nil, fmt.Errorf("configuration: pins.path: %w", err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, pinOpenTimeout)
+	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	store, err := sqlstore.Open(ctx, spec)
 	if err != nil {
@@ -345,7 +342,7 @@ func auditFromConfig(a config.Audit, opts *Options) error {
 		hints.EffectRead: audit.Level(a.Levels.Read), hints.EffectWrite: audit.Level(a.Levels.Write),
 		hints.EffectExternal: audit.Level(a.Levels.External), hints.EffectDelete: audit.Level(a.Levels.Delete),
 	}}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
 	auditor, store, err := OpenAudit(ctx, spec, ao)
 	if err != nil {

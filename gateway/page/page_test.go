@@ -11,11 +11,13 @@ import (
 	"testing/synctest"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/preflightmcp/preflight/gateway/approval"
 	"github.com/preflightmcp/preflight/gateway/audit"
+	"github.com/preflightmcp/preflight/gateway/internal/browsertest"
 	"github.com/preflightmcp/preflight/gateway/page"
 	"github.com/preflightmcp/preflight/hints"
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -546,7 +548,7 @@ func TestApprovalOnThePageOfAnotherReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), bound)
+	ctx, cancel := context.WithTimeout(t.Context(), browsertest.Bound)
 	defer cancel()
 	released := make(chan *approval.Request, 1)
 	go func() {

@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -59,31 +57,8 @@ func TestPinsServeApprove(t *testing.T) {
 	cfg := filepath.Join(dir, "gateway.yaml")
 	writeFile(t, cfg, "servers:\n  files:\n    url: http://"+ln.Addr().String()+endpoint.Path+"\n    trust: untrusted\npins:\n  path: state/pins.db\ndecisions:\n  rules:\n    - {name: run-deletes, decision: allow, reason: this test deletes}\n")
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	outR, outW := io.Pipe()
-	var stderr lockedBuffer
-	exited := make(chan int, 1)
-	go func() {
-		exited <- Main(ctx, []string{"serve", "-http", "127.0.0.1:0", "-config", cfg}, strings.NewReader(""), outW, &stderr)
-		outW.Close()
-	}()
-	var printed strings.Builder
-	sc := bufio.NewScanner(outR)
-	for sc.Scan() {
-		printed.WriteString(sc.Text() + "\n")
-		if strings.HasPrefix(sc.Text(), "Stop with") {
-			break
-		}
-	}
-	go io.Copy(io.Discard, outR)
-	m := regexp.MustCompile(`serving MCP at (http://127\.0\.0\.1:\d+/mcp)`).FindStringSubmatch(printed.String())
-	if m == nil {
-		cancel()
-		<-exited
-		t.Fatalf("no URL printed:\n%s\nstderr:\n%s", printed.String(), stderr.String())
-	}
-	url := m[1]
+	url, _, stderr, stop := runServe(t, "-http", "127.0.0.1:0", "-config", cfg)
+	ctx := context.Background()
 	if _, err := os.Stat(filepath.Join(dir, "state", "pins.db")); err != nil {
 		t.Errorf("pins.path is relative to the configuration file: %v", err)
 	}
@@ -143,8 +118,7 @@ func TestPinsServeApprove(t *testing.T) {
 		t.Errorf("after the approval: %v %q (upstream ran it %d times)", isErr, text, deletes.Load())
 	}
 
-	cancel()
-	if code := <-exited; code != exitOK {
+	if code := stop(); code != exitOK {
 		t.Errorf("serve: exit %d; stderr:\n%s", code, stderr.String())
 	}
 }

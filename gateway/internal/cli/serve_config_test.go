@@ -1,12 +1,8 @@
 package cli
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
-	"io"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -34,33 +30,9 @@ func TestServeConfigClaudeDesktop(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "claude_desktop_config.json")
 	writeFile(t, path, string(cfg))
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	outR, outW := io.Pipe()
-	var stderr lockedBuffer
-	exited := make(chan int, 1)
-	go func() {
-		exited <- Main(ctx, []string{"serve", "-http", "127.0.0.1:0", "-config", path}, strings.NewReader(""), outW, &stderr)
-		outW.Close()
-	}()
-	var printed strings.Builder
-	sc := bufio.NewScanner(outR)
-	for sc.Scan() {
-		printed.WriteString(sc.Text() + "\n")
-		if strings.HasPrefix(sc.Text(), "Stop with") {
-			break
-		}
-	}
-	go io.Copy(io.Discard, outR)
-	m := regexp.MustCompile(`serving MCP at (http://127\.0\.0\.1:\d+/mcp)`).FindStringSubmatch(printed.String())
-	if m == nil {
-		cancel()
-		<-exited
-		t.Fatalf("no URL printed:\n%s\nstderr:\n%s", printed.String(), stderr.String())
-	}
-	url := m[1]
-	if !strings.Contains(printed.String(), "files  up") {
-		t.Errorf("the upstream is not up:\n%s", printed.String())
+	url, printedOut, stderr, stop := runServe(t, "-http", "127.0.0.1:0", "-config", path)
+	if !strings.Contains(printedOut, "files  up") {
+		t.Errorf("the upstream is not up:\n%s", printedOut)
 	}
 	for _, p := range []*wiretest.Peer{wiretest.Stateless(url, nil), wiretest.Legacy(url, nil)} {
 		r := p.Call(t, "tools/list", nil)
@@ -77,8 +49,7 @@ func TestServeConfigClaudeDesktop(t *testing.T) {
 		}
 		p.Close()
 	}
-	cancel()
-	if code := <-exited; code != exitOK {
+	if code := stop(); code != exitOK {
 		t.Errorf("exit %d; stderr:\n%s", code, stderr.String())
 	}
 }

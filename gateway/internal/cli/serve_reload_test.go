@@ -66,31 +66,7 @@ func TestServeReload(t *testing.T) {
 	signal.Notify(guard, syscall.SIGHUP)
 	defer signal.Stop(guard)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	outR, outW := io.Pipe()
-	var stderr lockedBuffer
-	exited := make(chan int, 1)
-	go func() {
-		exited <- Main(ctx, []string{"serve", "-config", path}, strings.NewReader(""), outW, &stderr)
-		outW.Close()
-	}()
-	var printed strings.Builder
-	sc := bufio.NewScanner(outR)
-	for sc.Scan() {
-		printed.WriteString(sc.Text() + "\n")
-		if strings.HasPrefix(sc.Text(), "Stop with") {
-			break
-		}
-	}
-	go io.Copy(io.Discard, outR)
-	m := regexp.MustCompile(`serving MCP at (http://\S+/mcp)`).FindStringSubmatch(printed.String())
-	if m == nil {
-		cancel()
-		<-exited
-		t.Fatalf("no URL printed:\n%s\nstderr:\n%s", printed.String(), stderr.String())
-	}
-	url := m[1]
+	url, _, stderr, stop := runServe(t, "-config", path)
 	if url != "http://"+addr+"/mcp" {
 		t.Errorf("serving at %s, not at the file's listen.http %s", url, addr)
 	}
@@ -148,8 +124,7 @@ func TestServeReload(t *testing.T) {
 		t.Errorf("the kept server: %s", got)
 	}
 
-	cancel()
-	if code := <-exited; code != exitOK {
+	if code := stop(); code != exitOK {
 		t.Errorf("exit %d; stderr:\n%s", code, stderr.String())
 	}
 }

@@ -1,110 +1,19 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	cdplog "github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/preflightmcp/preflight/gateway"
-	"github.com/preflightmcp/preflight/internal/chromium"
+	"github.com/preflightmcp/preflight/gateway/internal/browsertest"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
-
-// artifactsEnv names the directory where browser tests keep their
-// screenshots; unset, they go to the test's temporary directory.
-const artifactsEnv = "PREFLIGHT_TEST_ARTIFACTS"
-
-// browserBound limits each wait of a browser test; it is a limit to fail
-// by, never a synchronization.
-const browserBound = 60 * time.Second
-
-// artifactsDir is where the test's screenshots are kept.
-func artifactsDir(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	if base := os.Getenv(artifactsEnv); base != "" {
-		dir = filepath.Join(base, strings.ReplaceAll(t.Name(), "/", "_"))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Logf("screenshots in %s", dir)
-	return dir
-}
-
-// headlessTab starts the system Chromium and returns a tab whose console
-// errors, CSP violations and exceptions problems collects.
-func headlessTab(t *testing.T) (context.Context, func() []string) {
-	t.Helper()
-	bin, err := chromium.Find()
-	if err != nil {
-		t.Fatalf("Chromium is required to drive the page: %v", err)
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	tctx, cancelTab := chromedp.NewContext(actx)
-	t.Cleanup(cancelTab)
-	ctx, cancel := context.WithTimeout(tctx, chromium.Timeout+browserBound)
-	t.Cleanup(cancel)
-	var mu sync.Mutex
-	var seen []string
-	if err := chromedp.Listen(ctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch e := ev.(type) {
-		case *cdplog.EventEntryAdded:
-			if e.Entry.Level == cdplog.EntryLevelError || e.Entry.Source == cdplog.EntrySourceSecurity {
-				seen = append(seen, fmt.Sprintf("%s %s: %s (%s)", e.Entry.Source, e.Entry.Level, e.Entry.Text, e.Entry.URL))
-			}
-		case *runtime.EventExceptionThrown:
-			seen = append(seen, "exception: "+e.ExceptionDetails.Text)
-		}
-	}); err != nil {
-		t.Fatalf("start %s: %v", bin, err)
-	}
-	if _, err := chromedp.Call(ctx, cdplog.Enable, cdp.Empty{}); err != nil {
-		t.Fatal(err)
-	}
-	return ctx, func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), seen...)
-	}
-}
-
-func browse(t *testing.T, ctx context.Context, step string, actions ...chromedp.Action[chromedp.Void]) {
-	t.Helper()
-	if err := chromedp.Do(ctx, actions...); err != nil {
-		t.Fatalf("%s: %v", step, err)
-	}
-}
-
-func shoot(t *testing.T, ctx context.Context, dir, name string) {
-	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatalf("screenshot %s: %v", name, err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // toolErrorText returns the text of a tool error, failing unless r is one.
 func toolErrorText(t *testing.T, r *wiretest.Response) string {
@@ -134,12 +43,12 @@ func toolErrorText(t *testing.T, r *wiretest.Response) string {
 // retry is asked anew, not run; and "preflight audit -data DIR" shows the
 // read and the delete with their decision, approver and outcome.
 func TestServeApprovalStory(t *testing.T) {
-	ctx, problems := headlessTab(t)
+	ctx, problems := browsertest.Tab(t)
 	read := map[string]any{"name": "files__manage_files", "arguments": map[string]any{"path": "notes.txt", "action": "read"}}
 	del := map[string]any{"name": "files__manage_files", "arguments": map[string]any{"path": "notes.txt", "action": "delete"}}
 	for _, era := range []string{"2026-07-28", "2025-11-25"} {
 		t.Run(era, func(t *testing.T) {
-			dir := artifactsDir(t)
+			dir := browsertest.Artifacts(t)
 			url, data, printed, stderr, stop := startServePrinted(t)
 			base := strings.TrimSuffix(url, gateway.MCPPath)
 			lm := regexp.MustCompile(`(?m)^  (` + regexp.QuoteMeta(base) + `/ui/login\?token=\S+)$`).FindStringSubmatch(printed)
@@ -176,11 +85,11 @@ func TestServeApprovalStory(t *testing.T) {
 
 			// The person at the terminal signs in with the printed link,
 			// opens the client's link and approves.
-			browse(t, ctx, "open the login link", chromedp.Navigate(lm[1]), chromedp.WaitVisible(chromedp.ID("signin")))
-			shoot(t, ctx, dir, "01-sign-in")
-			browse(t, ctx, "sign in", chromedp.Click(chromedp.ID("signin")), chromedp.WaitVisible(chromedp.CSS("#req-"+id)))
-			shoot(t, ctx, dir, "02-pending")
-			browse(t, ctx, "open the client's link", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("state")))
+			browsertest.Do(t, ctx, "open the login link", chromedp.Navigate(lm[1]), chromedp.WaitVisible(chromedp.ID("signin")))
+			browsertest.Screenshot(t, ctx, dir, "01-sign-in")
+			browsertest.Do(t, ctx, "sign in", chromedp.Click(chromedp.ID("signin")), chromedp.WaitVisible(chromedp.CSS("#req-"+id)))
+			browsertest.Screenshot(t, ctx, dir, "02-pending")
+			browsertest.Do(t, ctx, "open the client's link", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("state")))
 			if st, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.ID("state"))); err != nil || strings.TrimSpace(st) != "pending" {
 				t.Fatalf("state on the request's page: %q %v", st, err)
 			}
@@ -188,12 +97,12 @@ func TestServeApprovalStory(t *testing.T) {
 				!strings.Contains(args, "notes.txt") || !strings.Contains(args, "delete") {
 				t.Errorf("arguments shown: %q %v", args, err)
 			}
-			shoot(t, ctx, dir, "03-request")
+			browsertest.Screenshot(t, ctx, dir, "03-request")
 			if _, err := os.Stat(notes); err != nil {
 				t.Fatalf("the delete ran while the page was open: %v", err)
 			}
-			browse(t, ctx, "approve", chromedp.Click(chromedp.CSS(`button[data-approve="`+id+`"]`)), chromedp.WaitVisible(chromedp.CSS("#state.approved")))
-			shoot(t, ctx, dir, "04-approved")
+			browsertest.Do(t, ctx, "approve", chromedp.Click(chromedp.CSS(`button[data-approve="`+id+`"]`)), chromedp.WaitVisible(chromedp.CSS("#state.approved")))
+			browsertest.Screenshot(t, ctx, dir, "04-approved")
 
 			// The retry with the same arguments runs it, once.
 			if r := peer.Call(t, "tools/call", del); r.Error != nil || r.Result["isError"] == true ||
@@ -207,11 +116,11 @@ func TestServeApprovalStory(t *testing.T) {
 			if m := regexp.MustCompile(`/ui/approvals/([A-Za-z0-9_-]+)`).FindStringSubmatch(again); m == nil || m[1] == id {
 				t.Fatalf("a second retry was not asked anew: %q", again)
 			}
-			browse(t, ctx, "the request after the call", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("outcome")))
+			browsertest.Do(t, ctx, "the request after the call", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("outcome")))
 			if st, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.ID("state"))); err != nil || strings.TrimSpace(st) != "used" {
 				t.Errorf("state after the retry: %q %v", st, err)
 			}
-			shoot(t, ctx, dir, "05-used")
+			browsertest.Screenshot(t, ctx, dir, "05-used")
 
 			peer.Close()
 			if code := stop(); code != exitOK {

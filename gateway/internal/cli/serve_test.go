@@ -53,32 +53,7 @@ func (b *lockedBuffer) String() string {
 // call, reports health, and stops cleanly (exit 0) when interrupted.
 func TestServeBuiltin(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	outR, outW := io.Pipe()
-	var stderr lockedBuffer
-	exited := make(chan int, 1)
-	go func() {
-		exited <- Main(ctx, []string{"serve", "-http", "127.0.0.1:0", "-data", data}, strings.NewReader(""), outW, &stderr)
-		outW.Close()
-	}()
-
-	// Read what it prints until it says how to stop it.
-	var printed strings.Builder
-	sc := bufio.NewScanner(outR)
-	for sc.Scan() {
-		printed.WriteString(sc.Text() + "\n")
-		if strings.HasPrefix(sc.Text(), "Stop with") {
-			break
-		}
-	}
-	go io.Copy(io.Discard, outR)
-	out := printed.String()
-	m := regexp.MustCompile(`serving MCP at (http://127\.0\.0\.1:\d+/mcp)`).FindStringSubmatch(out)
-	if m == nil {
-		t.Fatalf("no URL printed:\n%s\nstderr:\n%s", out, stderr.String())
-	}
-	url := m[1]
+	url, out, stderr, stop := runServe(t, "-http", "127.0.0.1:0", "-data", data)
 	for _, want := range []string{"files    up", "folders  up", "4 tools", "claude mcp add --transport http preflight " + url} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -130,8 +105,7 @@ func TestServeBuiltin(t *testing.T) {
 		t.Errorf("health: %d %+v %v", resp.StatusCode, h, err)
 	}
 
-	cancel()
-	if code := <-exited; code != exitOK {
+	if code := stop(); code != exitOK {
 		t.Errorf("exit %d; stderr:\n%s", code, stderr.String())
 	}
 
@@ -263,17 +237,18 @@ func startServe(t *testing.T, args ...string) (url, data string, stderr *lockedB
 	return url, data, stderr, stop
 }
 
-// startServePrinted is startServe that also returns what serve printed
-// on standard output before it said how to stop it.
-func startServePrinted(t *testing.T, args ...string) (url, data, printedOut string, stderr *lockedBuffer, stop func() int) {
+// runServe runs "preflight serve" with args (after "serve") until the test
+// ends, reads what it prints until it says how to stop it, and returns
+// its MCP URL, what it printed, its log, and a function that stops it and
+// returns its exit code.
+func runServe(t *testing.T, args ...string) (url, printedOut string, stderr *lockedBuffer, stop func() int) {
 	t.Helper()
-	data = filepath.Join(t.TempDir(), "data")
 	ctx, cancel := context.WithCancel(context.Background())
 	outR, outW := io.Pipe()
 	stderr = &lockedBuffer{}
 	exited := make(chan int, 1)
 	go func() {
-		exited <- Main(ctx, append([]string{"serve", "-http", "127.0.0.1:0", "-data", data}, args...), strings.NewReader(""), outW, stderr)
+		exited <- Main(ctx, append([]string{"serve"}, args...), strings.NewReader(""), outW, stderr)
 		outW.Close()
 	}()
 	sc := bufio.NewScanner(outR)
@@ -285,12 +260,6 @@ func startServePrinted(t *testing.T, args ...string) (url, data, printedOut stri
 		}
 	}
 	go io.Copy(io.Discard, outR)
-	m := regexp.MustCompile(`serving MCP at (http://127\.0\.0\.1:\d+/mcp)`).FindStringSubmatch(printed.String())
-	if m == nil {
-		cancel()
-		<-exited
-		t.Fatalf("no URL printed:\n%s\nstderr:\n%s", printed.String(), stderr.String())
-	}
 	var once sync.Once
 	code := 0
 	stop = func() int {
@@ -298,7 +267,21 @@ func startServePrinted(t *testing.T, args ...string) (url, data, printedOut stri
 		return code
 	}
 	t.Cleanup(func() { stop() })
-	return m[1], data, printed.String(), stderr, stop
+	m := regexp.MustCompile(`serving MCP at (http://\S+/mcp)`).FindStringSubmatch(printed.String())
+	if m == nil {
+		stop()
+		t.Fatalf("no URL printed:\n%s\nstderr:\n%s", printed.String(), stderr.String())
+	}
+	return m[1], printed.String(), stderr, stop
+}
+
+// startServePrinted runs "preflight serve" with args on a fresh data
+// directory (runServe) and returns its data directory too.
+func startServePrinted(t *testing.T, args ...string) (url, data, printedOut string, stderr *lockedBuffer, stop func() int) {
+	t.Helper()
+	data = filepath.Join(t.TempDir(), "data")
+	url, printedOut, stderr, stop = runServe(t, append([]string{"-http", "127.0.0.1:0", "-data", data}, args...)...)
+	return url, data, printedOut, stderr, stop
 }
 
 // TestServeDecisions checks that serve decides every call: a delete by a
