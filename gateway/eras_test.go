@@ -197,7 +197,11 @@ func TestEras(t *testing.T) {
 				}
 				res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "folders__rename_folder", Arguments: map[string]any{"path": "old"}})
 				if err != nil || res.IsError {
-					t.Fatalf("rename_folder old: %v %v", res, err)
+					msg := ""
+					if res != nil {
+						msg = text(t, res)
+					}
+					t.Fatalf("rename_folder old: %v %q", err, msg)
 				}
 				if _, err := os.Stat(filepath.Join(dir, "renamed", "x.txt")); err != nil {
 					t.Errorf("old/ was not renamed: %v (%s)", err, text(t, res))
