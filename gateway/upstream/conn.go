@@ -84,6 +84,10 @@ type Conn struct {
 	opts   Options
 	client *mcp.Client
 
+	// testHookResultSent, set by tests before the Conn runs, is called
+	// right after a legacy call's result is handed to its exchange.
+	testHookResultSent func()
+
 	pool         sync.Once
 	roundTripper *http.Transport
 	rawClient    *http.Client // for Post: the upstream's headers, no capture (under mu)

@@ -380,11 +380,18 @@ func (l *legacyExchange) start(ctx context.Context) {
 	l.callDone = cctx.Done()
 	done := l.conn.calls.enter(l.req.Peer, l)
 	go func() {
-		defer done()
 		res, err := l.send(cctx, nil, "")
+		// The call leaves the table before its result is handed over:
+		// once the caller has it, the next call on this upstream may ask
+		// questions, which are routed only while one call is in flight.
+		done()
 		l.result <- outcome{res, err}
+		if h := l.conn.testHookResultSent; h != nil {
+			h()
+		}
 	}()
 }
+
 
 func (l *legacyExchange) Next(ctx context.Context) (*Step, error) {
 	select {
