@@ -392,7 +392,6 @@ func (l *legacyExchange) start(ctx context.Context) {
 	}()
 }
 
-
 func (l *legacyExchange) Next(ctx context.Context) (*Step, error) {
 	select {
 	case o := <-l.result:

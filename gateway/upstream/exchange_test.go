@@ -65,4 +65,3 @@ func TestLegacyResultLeavesCallTable(t *testing.T) {
 		t.Fatalf("%d calls in the table after the only call's result was delivered, want 0", n)
 	}
 }
-
