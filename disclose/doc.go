@@ -69,7 +69,7 @@
 // # Scopes: sessions, principals, neither
 //
 // Authorization state is kept per scope, in a [Store] ([NewMemoryStore] by
-// default; package [github.com/preflightmcp/preflight/gateway/redisstore]
+// default; package [github.com/preflightmcp/preflight/gateway/internal/redisstore]
 // for replicas), for [Options.TTL] after the scope's last read.
 // [DefaultKey] decides the scope: a legacy MCP session (its id; forgotten
 // when the session ends), a connection without session id such as stdio

@@ -50,7 +50,7 @@ type Options struct {
 	Schema SchemaLevel
 	// Store holds authorization state. Nil means a new [MemoryStore]
 	// (state in this process only); use a shared store
-	// ([github.com/preflightmcp/preflight/gateway/redisstore]) when
+	// ([github.com/preflightmcp/preflight/gateway/internal/redisstore]) when
 	// several replicas serve the same clients.
 	Store Store
 	// TTL is how long a scope's authorization lasts after its last fetch.

@@ -10,7 +10,7 @@ import (
 // descriptions were fetched, each with the version that was fetched. A
 // Store must be safe for concurrent use. [NewMemoryStore] keeps the state
 // in this process; package
-// [github.com/preflightmcp/preflight/gateway/redisstore] shares it between
+// [github.com/preflightmcp/preflight/gateway/internal/redisstore] shares it between
 // replicas.
 type Store interface {
 	// Grant records that the tools (name to version) were fetched in

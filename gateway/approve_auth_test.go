@@ -17,10 +17,10 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/preflightmcp/preflight/gateway/approval"
-	"github.com/preflightmcp/preflight/gateway/auth"
 	"github.com/preflightmcp/preflight/gateway/config"
-	"github.com/preflightmcp/preflight/gateway/page"
+	"github.com/preflightmcp/preflight/gateway/internal/approval"
+	"github.com/preflightmcp/preflight/gateway/internal/auth"
+	"github.com/preflightmcp/preflight/gateway/internal/page"
 )
 
 // bearer adds a client's token to every request it sends.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/preflightmcp/preflight/gateway/approval"
+	"github.com/preflightmcp/preflight/gateway/internal/approval"
 	"github.com/preflightmcp/preflight/gateway/internal/browsertest"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )

@@ -19,12 +19,12 @@ import (
 	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/examples/files/filetool"
 	"github.com/preflightmcp/preflight/gateway"
-	"github.com/preflightmcp/preflight/gateway/audit"
-	"github.com/preflightmcp/preflight/gateway/audit/auditstore"
 	"github.com/preflightmcp/preflight/gateway/config"
+	"github.com/preflightmcp/preflight/gateway/internal/audit"
+	"github.com/preflightmcp/preflight/gateway/internal/audit/auditstore"
+	"github.com/preflightmcp/preflight/gateway/internal/page"
 	"github.com/preflightmcp/preflight/gateway/internal/pgtest"
-	"github.com/preflightmcp/preflight/gateway/page"
-	"github.com/preflightmcp/preflight/gateway/pipeline"
+	"github.com/preflightmcp/preflight/gateway/internal/pipeline"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
 

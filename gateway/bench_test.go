@@ -16,11 +16,11 @@ import (
 
 	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/gateway"
-	"github.com/preflightmcp/preflight/gateway/pin"
-	"github.com/preflightmcp/preflight/gateway/pin/sqlstore"
-	"github.com/preflightmcp/preflight/gateway/pipeline"
-	"github.com/preflightmcp/preflight/gateway/redact"
-	"github.com/preflightmcp/preflight/gateway/upstream"
+	"github.com/preflightmcp/preflight/gateway/internal/pin"
+	"github.com/preflightmcp/preflight/gateway/internal/pin/sqlstore"
+	"github.com/preflightmcp/preflight/gateway/internal/pipeline"
+	"github.com/preflightmcp/preflight/gateway/internal/redact"
+	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 )
 
 // noopServer has one tool that does nothing, so that a call measures the

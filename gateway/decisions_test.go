@@ -19,8 +19,8 @@ import (
 	"github.com/preflightmcp/preflight/examples/files/filetool"
 	"github.com/preflightmcp/preflight/examples/folders/foldertool"
 	"github.com/preflightmcp/preflight/gateway"
-	"github.com/preflightmcp/preflight/gateway/pipeline"
-	"github.com/preflightmcp/preflight/gateway/state"
+	"github.com/preflightmcp/preflight/gateway/internal/pipeline"
+	"github.com/preflightmcp/preflight/gateway/internal/state"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
 

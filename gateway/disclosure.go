@@ -8,7 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/preflightmcp/preflight/disclose"
-	"github.com/preflightmcp/preflight/gateway/catalog"
+	"github.com/preflightmcp/preflight/gateway/internal/catalog"
 )
 
 // Disclosure turns on progressive disclosure of tool descriptions (seed

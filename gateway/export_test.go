@@ -3,7 +3,7 @@ package gateway
 import (
 	"slices"
 
-	"github.com/preflightmcp/preflight/gateway/pipeline"
+	"github.com/preflightmcp/preflight/gateway/internal/pipeline"
 )
 
 // InsertStage puts s into g's chain before the stage named before (at the

@@ -14,7 +14,7 @@ import (
 
 	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/gateway"
-	"github.com/preflightmcp/preflight/gateway/bridge"
+	"github.com/preflightmcp/preflight/gateway/internal/bridge"
 	"github.com/preflightmcp/preflight/gateway/internal/rawjson"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )

@@ -13,7 +13,7 @@ import (
 	"github.com/preflightmcp/preflight"
 	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/config"
-	"github.com/preflightmcp/preflight/gateway/rules/pack"
+	"github.com/preflightmcp/preflight/gateway/internal/rules/pack"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
 

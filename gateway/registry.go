@@ -14,10 +14,10 @@ import (
 	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/preflightmcp/preflight"
-	"github.com/preflightmcp/preflight/gateway/catalog"
+	"github.com/preflightmcp/preflight/gateway/internal/catalog"
+	"github.com/preflightmcp/preflight/gateway/internal/pipeline"
 	"github.com/preflightmcp/preflight/gateway/internal/rawjson"
-	"github.com/preflightmcp/preflight/gateway/pipeline"
-	"github.com/preflightmcp/preflight/gateway/upstream"
+	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 	"github.com/preflightmcp/preflight/hints"
 	"github.com/preflightmcp/preflight/resolve"
 )

@@ -13,7 +13,7 @@ import (
 
 	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/gateway"
-	"github.com/preflightmcp/preflight/gateway/rules"
+	"github.com/preflightmcp/preflight/gateway/internal/rules"
 )
 
 // drainSignals empties c.

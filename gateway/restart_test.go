@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/preflightmcp/preflight/gateway"
-	"github.com/preflightmcp/preflight/gateway/upstream"
+	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 )
 
 // childEnv makes the test binary run as a stdio MCP server: it serves

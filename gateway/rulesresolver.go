@@ -14,11 +14,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/preflightmcp/preflight"
-	"github.com/preflightmcp/preflight/gateway/catalog"
 	"github.com/preflightmcp/preflight/gateway/config"
-	"github.com/preflightmcp/preflight/gateway/pipeline"
-	"github.com/preflightmcp/preflight/gateway/rules"
-	"github.com/preflightmcp/preflight/gateway/rules/pack"
+	"github.com/preflightmcp/preflight/gateway/internal/catalog"
+	"github.com/preflightmcp/preflight/gateway/internal/pipeline"
+	"github.com/preflightmcp/preflight/gateway/internal/rules"
+	"github.com/preflightmcp/preflight/gateway/internal/rules/pack"
 )
 
 // RulesOptions configure a [RulesResolver]. Nil means defaults.

@@ -5,7 +5,7 @@ import (
 
 	"github.com/preflightmcp/preflight"
 	"github.com/preflightmcp/preflight/gateway"
-	"github.com/preflightmcp/preflight/gateway/rules"
+	"github.com/preflightmcp/preflight/gateway/internal/rules"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
 

@@ -13,9 +13,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/preflightmcp/preflight/endpoint"
-	"github.com/preflightmcp/preflight/gateway/catalog"
+	"github.com/preflightmcp/preflight/gateway/internal/catalog"
 	"github.com/preflightmcp/preflight/gateway/internal/quietlog"
-	"github.com/preflightmcp/preflight/gateway/upstream"
+	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 )
 
 // Paths the gateway serves over HTTP.

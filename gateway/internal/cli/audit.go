@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/preflightmcp/preflight/gateway/audit"
-	"github.com/preflightmcp/preflight/gateway/audit/auditstore"
 	"github.com/preflightmcp/preflight/gateway/config"
+	"github.com/preflightmcp/preflight/gateway/internal/audit"
+	"github.com/preflightmcp/preflight/gateway/internal/audit/auditstore"
 )
 
 type auditCmd struct {

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/preflightmcp/preflight/gateway/audit"
-	"github.com/preflightmcp/preflight/gateway/audit/auditstore"
+	"github.com/preflightmcp/preflight/gateway/internal/audit"
+	"github.com/preflightmcp/preflight/gateway/internal/audit/auditstore"
 	"github.com/preflightmcp/preflight/gateway/internal/pgtest"
 	"github.com/preflightmcp/preflight/hints"
 )

@@ -11,8 +11,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/preflightmcp/preflight"
-	"github.com/preflightmcp/preflight/gateway/pin"
-	"github.com/preflightmcp/preflight/gateway/pin/sqlstore"
+	"github.com/preflightmcp/preflight/gateway/internal/pin"
+	"github.com/preflightmcp/preflight/gateway/internal/pin/sqlstore"
 )
 
 // pinStore makes an SQLite pin store as a gateway leaves it: files has a

@@ -25,15 +25,15 @@ import (
 	"github.com/preflightmcp/preflight/examples/files/filetool"
 	"github.com/preflightmcp/preflight/examples/folders/foldertool"
 	"github.com/preflightmcp/preflight/gateway"
-	"github.com/preflightmcp/preflight/gateway/approval"
-	"github.com/preflightmcp/preflight/gateway/auth"
 	"github.com/preflightmcp/preflight/gateway/config"
-	"github.com/preflightmcp/preflight/gateway/page"
-	"github.com/preflightmcp/preflight/gateway/pin"
-	"github.com/preflightmcp/preflight/gateway/pin/sqlstore"
-	"github.com/preflightmcp/preflight/gateway/pipeline"
-	"github.com/preflightmcp/preflight/gateway/redact"
-	"github.com/preflightmcp/preflight/gateway/upstream"
+	"github.com/preflightmcp/preflight/gateway/internal/approval"
+	"github.com/preflightmcp/preflight/gateway/internal/auth"
+	"github.com/preflightmcp/preflight/gateway/internal/page"
+	"github.com/preflightmcp/preflight/gateway/internal/pin"
+	"github.com/preflightmcp/preflight/gateway/internal/pin/sqlstore"
+	"github.com/preflightmcp/preflight/gateway/internal/pipeline"
+	"github.com/preflightmcp/preflight/gateway/internal/redact"
+	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 )
 
 // defaultServeAddr is where serve listens unless told otherwise: loopback,

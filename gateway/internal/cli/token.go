@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/preflightmcp/preflight/gateway/auth"
 	"github.com/preflightmcp/preflight/gateway/config"
+	"github.com/preflightmcp/preflight/gateway/internal/auth"
 )
 
 // minImportedToken is the least length of a token -env hashes: an

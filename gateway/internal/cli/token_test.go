@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/preflightmcp/preflight/gateway/auth"
 	"github.com/preflightmcp/preflight/gateway/config"
+	"github.com/preflightmcp/preflight/gateway/internal/auth"
 )
 
 // TestToken makes a token, puts the entry it prints in a config, and

@@ -14,7 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/preflightmcp/preflight/disclose"
-	"github.com/preflightmcp/preflight/gateway/tokens"
+	"github.com/preflightmcp/preflight/gateway/internal/tokens"
 )
 
 // The goal progressive disclosure is measured against (issue 4): at

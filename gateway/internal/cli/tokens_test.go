@@ -11,7 +11,7 @@ import (
 	"github.com/preflightmcp/preflight/disclose"
 	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/examples/files/filetool"
-	"github.com/preflightmcp/preflight/gateway/tokens"
+	"github.com/preflightmcp/preflight/gateway/internal/tokens"
 )
 
 // tokensCatalogFiles returns the shared tool catalogs, in the order a

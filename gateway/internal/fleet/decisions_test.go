@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/preflightmcp/preflight/gateway/approval"
-	"github.com/preflightmcp/preflight/gateway/audit"
+	"github.com/preflightmcp/preflight/gateway/internal/approval"
+	"github.com/preflightmcp/preflight/gateway/internal/audit"
 	"github.com/preflightmcp/preflight/gateway/internal/fleet"
 )
 

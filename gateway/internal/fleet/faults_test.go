@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/preflightmcp/preflight/gateway/audit"
+	"github.com/preflightmcp/preflight/gateway/internal/audit"
 	"github.com/preflightmcp/preflight/gateway/internal/fleet"
 )
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/preflightmcp/preflight/gateway"
-	"github.com/preflightmcp/preflight/gateway/audit"
+	"github.com/preflightmcp/preflight/gateway/internal/audit"
 )
 
 // Limits of a load run: it is bounded in time and in calls whatever it is

@@ -5,11 +5,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/preflightmcp/preflight/gateway/approval"
-	approvalsql "github.com/preflightmcp/preflight/gateway/approval/sqlstore"
-	"github.com/preflightmcp/preflight/gateway/audit"
-	"github.com/preflightmcp/preflight/gateway/audit/pgstore"
-	"github.com/preflightmcp/preflight/gateway/state"
+	"github.com/preflightmcp/preflight/gateway/internal/approval"
+	approvalsql "github.com/preflightmcp/preflight/gateway/internal/approval/sqlstore"
+	"github.com/preflightmcp/preflight/gateway/internal/audit"
+	"github.com/preflightmcp/preflight/gateway/internal/audit/pgstore"
+	"github.com/preflightmcp/preflight/gateway/internal/state"
 )
 
 // statePrefix is the Redis prefix of the replicas' shared state: the

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/preflightmcp/preflight/gateway/internal/fleet"
-	"github.com/preflightmcp/preflight/gateway/upstream"
+	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 )
 
 // slowServers adds two upstreams of the slow server (package slow) over one

@@ -1,0 +1,116 @@
+package approval_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/preflightmcp/preflight/gateway/internal/approval"
+)
+
+func TestPreview(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		args      string
+		matter    []string
+		sensitive []string
+		maxArgs   int
+		maxValue  int
+		want      []approval.Arg
+		omitted   int
+	}{
+		{name: "absent", args: ``},
+		{name: "null", args: `null`},
+		{
+			name: "matter first, others as sent", args: `{"recursive":true,"path":"/srv/data","action":"delete","n":1.50}`,
+			matter: []string{"action", "path"},
+			want: []approval.Arg{{Name: "action", Value: "delete"}, {Name: "path", Value: "/srv/data"},
+				{Name: "recursive", Value: "true"}, {Name: "n", Value: "1.50"}},
+		},
+		{
+			name: "credentials and listed names withheld", args: `{"api_key":"k","Password":"p","ssn":"123","session-token":"t","otp":"1","note":"x"}`,
+			sensitive: []string{"ssn"},
+			want: []approval.Arg{{Name: "api_key", Withheld: true}, {Name: "Password", Withheld: true}, {Name: "ssn", Withheld: true},
+				{Name: "session-token", Withheld: true}, {Name: "otp", Withheld: true}, {Name: "note", Value: "x"}},
+		},
+		{
+			name: "nested credentials withheld", args: `{"auth":{"token":"t","user":"a<b>"},"headers":[{"Authorization":"Bearer x","x":[1,{"secret":{"k":[1]}}]},null,false]}`,
+			want: []approval.Arg{{Name: "auth", Value: `{"token":"[withheld]","user":"a<b>"}`},
+				{Name: "headers", Value: `[{"Authorization":"[withheld]","x":[1,{"secret":"[withheld]"}]},null,false]`}},
+		},
+		{
+			name: "control and bidi characters escaped", args: `{"path":"a\nb\u202ec.txt\u0007","k\u0000":1}`,
+			want: []approval.Arg{{Name: "path", Value: `a\u000ab\u202ec.txt\u0007`}, {Name: `k\u0000`, Value: "1"}},
+		},
+		{
+			name: "duplicates shown as sent", args: `{"path":"/safe","path":"/etc/passwd","Path":"/x"}`, matter: []string{"path"},
+			want: []approval.Arg{{Name: "path", Value: "/safe"}, {Name: "path", Value: "/etc/passwd"}, {Name: "Path", Value: "/x"}},
+		},
+		{
+			name: "bounded", args: `{"a":"0123456789","b":[1, 2, 3],"c":3,"d":4}`, maxArgs: 2, maxValue: 4,
+			want:    []approval.Arg{{Name: "a", Value: "0123", Clipped: true}, {Name: "b", Value: "[1,2", Clipped: true}},
+			omitted: 2,
+		},
+		{
+			name: "multi-byte value cut on a character", args: `{"a":"ééé"}`, maxValue: 5,
+			want: []approval.Arg{{Name: "a", Value: "éé", Clipped: true}},
+		},
+		{
+			name: "not an object", args: ` [1, "two"] `,
+			want: []approval.Arg{{Name: "(arguments)", Value: `[1,"two"]`}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, omitted, err := approval.Preview(json.RawMessage(tc.args), tc.matter, tc.sensitive, tc.maxArgs, tc.maxValue)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" || omitted != tc.omitted {
+				t.Errorf("omitted %d (want %d); args (-want +got):\n%s", omitted, tc.omitted, diff)
+			}
+		})
+	}
+	for _, bad := range []string{`{`, `{"a":}`, `{"a":1}x`, `{"a":1} {}`, `[`, `nul`} {
+		if _, _, err := approval.Preview(json.RawMessage(bad), nil, nil, 0, 0); err == nil {
+			t.Errorf("Preview(%q) accepted invalid JSON", bad)
+		}
+	}
+}
+
+// FuzzPreview: any input gives an error or a preview within its bounds,
+// of valid UTF-8 with no control or format characters.
+func FuzzPreview(f *testing.F) {
+	for _, s := range []string{`{"path":"/a","action":"delete"}`, `{"a":"\u202e\n"}`, `[1,2]`, `"x"`, `{"a":{"b":[1,{"c":null}]}}`, `{`, "{\"\xff\":\"\xfe\"}"} {
+		f.Add([]byte(s), 3, 16)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, maxArgs, maxValue int) {
+		maxArgs, maxValue = 1+abs(maxArgs)%32, 1+abs(maxValue)%512
+		args, omitted, err := approval.Preview(data, []string{"path"}, nil, maxArgs, maxValue)
+		if err != nil {
+			return
+		}
+		if len(args) > maxArgs || omitted < 0 {
+			t.Fatalf("%d args shown (bound %d), %d omitted", len(args), maxArgs, omitted)
+		}
+		for _, a := range args {
+			for _, s := range []string{a.Name, a.Value} {
+				if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) {
+					t.Fatalf("unclean text %q", s)
+				}
+			}
+			if len(a.Value) > maxValue || len(a.Name) > 128 {
+				t.Fatalf("value of %d bytes (bound %d), name of %d", len(a.Value), maxValue, len(a.Name))
+			}
+		}
+	})
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -(n + 1)
+	}
+	return n
+}

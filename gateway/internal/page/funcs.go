@@ -1,0 +1,109 @@
+package page
+
+import (
+	"fmt"
+	"html/template"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/preflightmcp/preflight/gateway/internal/approval"
+)
+
+// funcs are the templates' functions. None returns template.HTML: every
+// value is escaped where it is written.
+func funcs() template.FuncMap {
+	return template.FuncMap{
+		"when": func(t time.Time) string {
+			if t.IsZero() {
+				return ""
+			}
+			return t.UTC().Format("2006-01-02 15:04:05 UTC")
+		},
+		"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"ago": func(t time.Time) string { return relative(time.Since(t)) },
+		"until": func(t time.Time) string {
+			d := time.Until(t)
+			if d <= 0 {
+				return "lapsed"
+			}
+			return "in " + strings.TrimSuffix(relative(d), " ago")
+		},
+		"short": func(s string) string {
+			if len(s) > 12 {
+				return s[:12]
+			}
+			return s
+		},
+		"f1": func(f float64) string { return fmt.Sprintf("%.1f", f) },
+		"ms": func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) },
+		"effectClass": func(e any) string {
+			switch s := fmt.Sprint(e); s {
+			case "read", "write", "external", "delete":
+				return "e-" + s
+			}
+			return "e-unknown"
+		},
+		"riskClass": func(r string) string {
+			switch r {
+			case "read-only", "write", "destructive":
+				return "risk-" + r
+			}
+			return ""
+		},
+		"toneClass": func(t string) string {
+			switch t {
+			case "good", "warn", "bad":
+				return "tone-" + t
+			}
+			return ""
+		},
+		"principal": func(p string) string {
+			if p == "" {
+				return "(anonymous)"
+			}
+			return p
+		},
+		"join": strings.Join,
+		"clipText": func(s string, n int) string {
+			if len(s) <= n {
+				return s
+			}
+			cut := n
+			for cut > 0 && !utf8.RuneStart(s[cut]) {
+				cut--
+			}
+			return s[:cut] + "…"
+		},
+		// withView and decideArgs pass what the request and decide
+		// templates need beside their item.
+		"withView": func(v view, r *approval.Request) reqArgs { return reqArgs{Prefix: v.Prefix, Request: r} },
+		"decideArgs": func(v view, id string) decideArgs {
+			return decideArgs{Prefix: v.Prefix, CSRF: v.CSRF, ID: id}
+		},
+		"sub": func(a, b float64) float64 { return a - b },
+		"add": func(a, b float64) float64 { return a + b },
+	}
+}
+
+type reqArgs struct {
+	Prefix string
+	*approval.Request
+}
+
+type decideArgs struct{ Prefix, CSRF, ID string }
+
+// relative says how long d is, roughly, as "3m ago".
+func relative(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "just now"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%dd ago", int(d/(24*time.Hour)))
+}

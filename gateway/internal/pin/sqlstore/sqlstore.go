@@ -1,0 +1,309 @@
+// Package sqlstore keeps pins in SQL: SQLite, the embedded default (one
+// file, shared by the gateway and the preflight pins command on one
+// machine), and PostgreSQL, shared by the replicas of a gateway. Both
+// implement pin.Store in one table, preflight_pins, created when the store
+// is opened; each change is one transaction that reads the row, applies
+// pin.ApplyQuarantine or pin.ApplyApprove, and writes it back.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/preflightmcp/preflight/gateway/internal/pin"
+)
+
+// Table is the table pins are kept in.
+const Table = "preflight_pins"
+
+// Store is a pin.Store in SQL that must be closed.
+type Store interface {
+	pin.Store
+	Close() error
+}
+
+// Open opens the store named by spec: sqlite:PATH (a file, created if
+// needed) or a PostgreSQL URL (postgres:// or postgresql://).
+func Open(ctx context.Context, spec string) (Store, error) {
+	switch {
+	case strings.HasPrefix(spec, "sqlite:"):
+		return OpenSQLite(ctx, strings.TrimPrefix(spec, "sqlite:"))
+	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
+		return OpenPostgres(ctx, spec)
+	}
+	return nil, errors.New("sqlstore: want sqlite:PATH or a postgres:// URL")
+}
+
+// row is a record as stored.
+type row struct {
+	server, tool        string
+	pinned              []byte
+	pinnedAt            int64 // microseconds since 1970, UTC
+	approvedBy, state   string
+	pending             []byte // nil: none
+	pendingSince        sql.NullInt64
+	pinnedFP, pendingFP string
+}
+
+// micro truncates times to what both databases keep.
+func micro(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+func toRow(r *pin.Record) (*row, error) {
+	pinned, err := json.Marshal(r.Pinned)
+	if err != nil {
+		return nil, err
+	}
+	w := &row{server: r.Server, tool: r.Tool, pinned: pinned, pinnedAt: micro(r.PinnedAt).UnixMicro(),
+		approvedBy: r.ApprovedBy, state: string(r.State), pinnedFP: r.Pinned.Fingerprint()}
+	if r.Pending != nil {
+		if w.pending, err = json.Marshal(r.Pending); err != nil {
+			return nil, err
+		}
+		w.pendingFP = r.Pending.Fingerprint()
+		w.pendingSince = sql.NullInt64{Int64: micro(r.PendingSince).UnixMicro(), Valid: true}
+	}
+	return w, nil
+}
+
+func (w *row) record(c *defCache) (*pin.Record, error) {
+	r := &pin.Record{Server: w.server, Tool: w.tool, PinnedAt: time.UnixMicro(w.pinnedAt).UTC(),
+		ApprovedBy: w.approvedBy, State: pin.State(w.state)}
+	var err error
+	if r.Pinned, err = c.decode(w.pinned); err != nil {
+		return nil, fmt.Errorf("sqlstore: the pinned definition of %q/%q: %w", w.server, w.tool, err)
+	}
+	if w.pending != nil {
+		if r.Pending, err = c.decode(w.pending); err != nil {
+			return nil, fmt.Errorf("sqlstore: the pending definition of %q/%q: %w", w.server, w.tool, err)
+		}
+		if w.pendingSince.Valid {
+			r.PendingSince = time.UnixMicro(w.pendingSince.Int64).UTC()
+		}
+	}
+	return r, nil
+}
+
+// columns lists the columns in the order rows are read and written.
+const columns = "server, tool, pinned, pinned_fp, pinned_at, approved_by, state, pending, pending_fp, pending_since"
+
+// createTable is the table in both databases; the fingerprints are kept
+// for people and queries, the definitions' own are computed on reading.
+const createTable = `CREATE TABLE IF NOT EXISTS ` + Table + ` (
+	server        TEXT NOT NULL,
+	tool          TEXT NOT NULL,
+	pinned        TEXT NOT NULL,
+	pinned_fp     TEXT NOT NULL,
+	pinned_at     BIGINT NOT NULL,
+	approved_by   TEXT NOT NULL DEFAULT '',
+	state         TEXT NOT NULL,
+	pending       TEXT,
+	pending_fp    TEXT,
+	pending_since BIGINT,
+	PRIMARY KEY (server, tool)
+)`
+
+// scanner is a row of a query: *sql.Row, *sql.Rows or pgx's.
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRow(s scanner, c *defCache) (*pin.Record, error) {
+	var w row
+	var pinned string
+	var pending, pendingFP sql.NullString // pending_fp is for people, not read back
+	if err := s.Scan(&w.server, &w.tool, &pinned, &w.pinnedFP, &w.pinnedAt, &w.approvedBy, &w.state, &pending, &pendingFP, &w.pendingSince); err != nil {
+		return nil, err
+	}
+	w.pinned = []byte(pinned)
+	if pending.Valid {
+		w.pending = []byte(pending.String)
+	}
+	return w.record(c)
+}
+
+// defCache maps the stored text of definitions to their decoding, so that
+// reading the same pins again does not decode and fingerprint them again
+// (the key is the whole text: nothing is trusted that was not read).
+type defCache struct {
+	mu   sync.Mutex
+	defs map[string]*pin.Definition
+}
+
+// maxCachedDefs bounds a store's cache; when full it starts over.
+const maxCachedDefs = 20_000
+
+func (c *defCache) decode(data []byte) (*pin.Definition, error) {
+	c.mu.Lock()
+	d := c.defs[string(data)]
+	c.mu.Unlock()
+	if d != nil {
+		return d, nil
+	}
+	d = new(pin.Definition)
+	if err := json.Unmarshal(data, d); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.defs == nil || len(c.defs) >= maxCachedDefs {
+		c.defs = map[string]*pin.Definition{}
+	}
+	c.defs[string(data)] = d
+	c.mu.Unlock()
+	return d, nil
+}
+
+// args returns w's values in the order of columns.
+func (w *row) args() []any {
+	var pending, pendingFP any
+	if w.pending != nil {
+		pending, pendingFP = string(w.pending), w.pendingFP
+	}
+	var since any
+	if w.pendingSince.Valid {
+		since = w.pendingSince.Int64
+	}
+	return []any{w.server, w.tool, string(w.pinned), w.pinnedFP, w.pinnedAt, w.approvedBy, w.state, pending, pendingFP, since}
+}
+
+// tx is a transaction of either database.
+type tx interface {
+	QueryRow(ctx context.Context, query string, args ...any) scanner
+	Exec(ctx context.Context, query string, args ...any) error
+	Commit(ctx context.Context) error
+	Rollback(ctx context.Context) error
+}
+
+// engine is what differs between the databases.
+type engine struct {
+	// begin starts a transaction that writes.
+	begin func(ctx context.Context) (tx, error)
+	// queryRow and query read outside a transaction.
+	queryRow func(ctx context.Context, query string, args ...any) scanner
+	query    func(ctx context.Context, query string, args ...any) (rows, error)
+	// rebind writes a query's ? placeholders as the database wants them.
+	rebind func(string) string
+	// lock ends a SELECT that reads a row to change it.
+	lock string
+	defs defCache
+}
+
+// rows are the rows of a query.
+type rows interface {
+	scanner
+	Next() bool
+	Err() error
+	Close()
+}
+
+var errNoRows = errors.New("no rows")
+
+func (e *engine) get(ctx context.Context, server, tool string) (*pin.Record, error) {
+	r, err := scanRow(e.queryRow(ctx, e.rebind("SELECT "+columns+" FROM "+Table+" WHERE server = ? AND tool = ?"), server, tool), &e.defs)
+	if errors.Is(err, errNoRows) {
+		return nil, pin.ErrNotFound
+	}
+	return r, err
+}
+
+func (e *engine) list(ctx context.Context, server string) ([]*pin.Record, error) {
+	q, args := "SELECT "+columns+" FROM "+Table, []any{}
+	if server != "" {
+		q, args = q+" WHERE server = ?", append(args, server)
+	}
+	rs, err := e.query(ctx, e.rebind(q+" ORDER BY server, tool"), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	out := []*pin.Record{}
+	for rs.Next() {
+		r, err := scanRow(rs, &e.defs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, err
+	}
+	pin.SortRecords(out) // by Go's order of strings, whatever the collation
+	return out, nil
+}
+
+// inTx runs f in a transaction, committed when f succeeds.
+func (e *engine) inTx(ctx context.Context, f func(tx) error) error {
+	t, err := e.begin(ctx)
+	if err != nil {
+		return err
+	}
+	if err := f(t); err != nil {
+		_ = t.Rollback(ctx)
+		return err
+	}
+	return t.Commit(ctx)
+}
+
+func (e *engine) pin(ctx context.Context, server string, def *pin.Definition, at time.Time) (*pin.Record, error) {
+	w, err := toRow(&pin.Record{Server: server, Tool: def.Name, Pinned: def, PinnedAt: at, State: pin.StatePinned})
+	if err != nil {
+		return nil, err
+	}
+	var out *pin.Record
+	err = e.inTx(ctx, func(t tx) error {
+		if err := t.Exec(ctx, e.rebind("INSERT INTO "+Table+" ("+columns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (server, tool) DO NOTHING"), w.args()...); err != nil {
+			return err
+		}
+		out, err = scanRow(t.QueryRow(ctx, e.rebind("SELECT "+columns+" FROM "+Table+" WHERE server = ? AND tool = ?"), server, def.Name), &e.defs)
+		return err
+	})
+	return out, err
+}
+
+// update applies f to a record in one transaction. When f fails with a
+// record (pin.ErrConflict), that record is returned with the error.
+func (e *engine) update(ctx context.Context, server, tool string, f func(*pin.Record) (*pin.Record, error)) (*pin.Record, error) {
+	var out *pin.Record
+	var ferr error
+	err := e.inTx(ctx, func(t tx) error {
+		r, err := scanRow(t.QueryRow(ctx, e.rebind("SELECT "+columns+" FROM "+Table+" WHERE server = ? AND tool = ?"+e.lock), server, tool), &e.defs)
+		if errors.Is(err, errNoRows) {
+			return pin.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if out, ferr = f(r); ferr != nil {
+			return ferr
+		}
+		w, err := toRow(out)
+		if err != nil {
+			return err
+		}
+		a := w.args() // server and tool first: they go last here
+		return t.Exec(ctx, e.rebind("UPDATE "+Table+" SET pinned = ?, pinned_fp = ?, pinned_at = ?, approved_by = ?, state = ?, pending = ?, pending_fp = ?, pending_since = ? WHERE server = ? AND tool = ?"),
+			a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[0], a[1])
+	})
+	if ferr != nil {
+		return out, ferr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (e *engine) quarantine(ctx context.Context, server, tool, pinned string, state pin.State, pending *pin.Definition, at time.Time) (*pin.Record, error) {
+	return e.update(ctx, server, tool, func(r *pin.Record) (*pin.Record, error) {
+		return pin.ApplyQuarantine(r, pinned, state, pending, micro(at))
+	})
+}
+
+func (e *engine) approve(ctx context.Context, server, tool, fingerprint, approver string, at time.Time) (*pin.Record, error) {
+	return e.update(ctx, server, tool, func(r *pin.Record) (*pin.Record, error) {
+		return pin.ApplyApprove(r, fingerprint, approver, micro(at))
+	})
+}

@@ -1,0 +1,230 @@
+package sqlstore_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/preflightmcp/preflight/gateway/internal/pgtest"
+	"github.com/preflightmcp/preflight/gateway/internal/pin"
+	"github.com/preflightmcp/preflight/gateway/internal/pin/internal/storetest"
+	"github.com/preflightmcp/preflight/gateway/internal/pin/sqlstore"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) } // stops the server, checks for leaked goroutines
+
+func open(t *testing.T, spec string) sqlstore.Store {
+	t.Helper()
+	s, err := sqlstore.Open(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// reopen closes s and opens spec again, as a restarted process does.
+func reopen(spec string) func(t *testing.T, s pin.Store) pin.Store {
+	return func(t *testing.T, s pin.Store) pin.Store {
+		if err := s.(sqlstore.Store).Close(); err != nil {
+			t.Fatal(err)
+		}
+		return open(t, spec)
+	}
+}
+
+func TestSQLite(t *testing.T) {
+	var spec string
+	storetest.Run(t, storetest.Factory{
+		Open: func(t *testing.T) pin.Store {
+			spec = "sqlite:" + filepath.Join(t.TempDir(), "pins.db")
+			return open(t, spec)
+		},
+		Reopen: func(t *testing.T, s pin.Store) pin.Store { return reopen(spec)(t, s) },
+	})
+}
+
+func TestPostgres(t *testing.T) {
+	var spec string
+	storetest.Run(t, storetest.Factory{
+		Open: func(t *testing.T) pin.Store {
+			spec = pgtest.NewDatabase(t)
+			return open(t, spec)
+		},
+		Reopen: func(t *testing.T, s pin.Store) pin.Store { return reopen(spec)(t, s) },
+	})
+}
+
+func TestOpenErrors(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct{ spec, want string }{
+		{"pins.db", "want sqlite:PATH or a postgres:// URL"},
+		{"sqlite:", "sqlite: no file"},
+		{"sqlite:" + filepath.Join(t.TempDir(), "missing", "dir", "pins.db"), "sqlite"},
+		{"postgres://user:hunter2@[::1", "not a PostgreSQL URL"},
+	} {
+		s, err := sqlstore.Open(ctx, tc.spec)
+		if err == nil {
+			s.Close()
+			t.Errorf("%q: opened", tc.spec)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%q: %v, want %q (and no password)", tc.spec, err, tc.want)
+		}
+	}
+}
+
+func tool(description string, destructive bool) *mcp.Tool {
+	return &mcp.Tool{
+		Name:        "delete_file",
+		Description: description,
+		InputSchema: map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}},
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: &destructive},
+	}
+}
+
+// TestPinnerSurvivesRestart checks that a quarantine outlives the
+// gateway: a new Pinner over the reopened file refuses the call before it
+// lists anything, and the approval the CLI would give through a second
+// handle on the same file releases it.
+func TestPinnerSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	spec := "sqlite:" + filepath.Join(t.TempDir(), "pins.db")
+	s := open(t, spec)
+	p := pin.New(s, nil)
+	if _, err := p.Check(ctx, "files", []*mcp.Tool{tool("Delete a file.", true)}); err != nil {
+		t.Fatal(err)
+	}
+	vs, err := p.Check(ctx, "files", []*mcp.Tool{tool("Delete a file.", false)})
+	if err != nil || vs[0].State != pin.StateQuarantined {
+		t.Fatalf("%v %+v", err, vs)
+	}
+	s.Close()
+
+	s = open(t, spec)
+	p = pin.New(s, nil)
+	if err := p.Allowed(ctx, "files", "delete_file"); !errors.Is(err, pin.ErrQuarantined) {
+		t.Fatalf("after the restart: %v", err)
+	}
+	if v, err := p.Check(ctx, "files", []*mcp.Tool{tool("Delete a file.", false)}); err != nil || v[0].Event != pin.EventNone || v[0].State != pin.StateQuarantined {
+		t.Errorf("listed after the restart: %v %+v", err, v)
+	}
+
+	// Another process (the preflight pins command) approves.
+	cli := open(t, spec)
+	if _, err := cli.Approve(ctx, "files", "delete_file", vs[0].Fingerprint, "alice", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	clk := time.Now().Add(pin.DefaultRefresh)
+	p2 := pin.New(s, &pin.Options{Now: func() time.Time { return clk }})
+	if err := p2.Allowed(ctx, "files", "delete_file"); err != nil {
+		t.Errorf("after the approval: %v", err)
+	}
+}
+
+// TestReplicasShareAPostgres checks two Pinners on two connection pools
+// to one database, as two gateway replicas: one quarantines, the other
+// refuses and approves, and the first releases.
+func TestReplicasShareAPostgres(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func() { mu.Lock(); now = now.Add(pin.DefaultRefresh); mu.Unlock() }
+	a := pin.New(open(t, url), &pin.Options{Now: clock})
+	b := pin.New(open(t, url), &pin.Options{Now: clock})
+	if _, err := a.Check(ctx, "files", []*mcp.Tool{tool("Delete a file.", true)}); err != nil {
+		t.Fatal(err)
+	}
+	if vs, err := b.Check(ctx, "files", []*mcp.Tool{tool("Delete a file.", true)}); err != nil || vs[0].Event != pin.EventNone {
+		t.Fatalf("b: %v %+v", err, vs)
+	}
+	vs, err := a.Check(ctx, "files", []*mcp.Tool{tool("Delete a file.", false)})
+	if err != nil || vs[0].State != pin.StateQuarantined {
+		t.Fatal(err, vs)
+	}
+	advance()
+	if err := b.Allowed(ctx, "files", "delete_file"); !errors.Is(err, pin.ErrQuarantined) {
+		t.Fatalf("b: %v", err)
+	}
+	if _, err := b.Approve(ctx, "files", "delete_file", vs[0].Fingerprint, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	advance()
+	if err := a.Allowed(ctx, "files", "delete_file"); err != nil {
+		t.Errorf("a after b approved: %v", err)
+	}
+	recs, err := a.Records(ctx, "")
+	if err != nil || len(recs) != 1 || recs[0].ApprovedBy != "alice" || recs[0].Pinned.Fingerprint() != vs[0].Fingerprint {
+		t.Errorf("records %v %+v", err, recs)
+	}
+}
+
+// TestPostgresUnavailable stops PostgreSQL under a Pinner: calls are
+// answered from what was read last (a quarantined tool stays refused), a
+// tool nothing is known of is refused, a list cannot be checked and an
+// approval fails; once PostgreSQL is back, everything works again.
+func TestPostgresUnavailable(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv := pgtest.Start(t)
+	url := srv.DSN()
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func() { mu.Lock(); now = now.Add(pin.DefaultRefresh); mu.Unlock() }
+	p := pin.New(open(t, url), &pin.Options{Now: clock})
+	read := &mcp.Tool{Name: "read_file", InputSchema: map[string]any{"type": "object"}}
+	if _, err := p.Check(ctx, "files", []*mcp.Tool{tool("Delete a file.", true), read}); err != nil {
+		t.Fatal(err)
+	}
+	vs, err := p.Check(ctx, "files", []*mcp.Tool{tool("Delete a file.", false), read})
+	if err != nil || vs[0].State != pin.StateQuarantined {
+		t.Fatal(err, vs)
+	}
+
+	srv.Stop(t)
+	advance() // what was read is stale: the store is asked, and fails
+	if err := p.Allowed(ctx, "files", "delete_file"); !errors.Is(err, pin.ErrQuarantined) {
+		t.Errorf("quarantined tool while the store is down: %v", err)
+	}
+	if err := p.Allowed(ctx, "files", "read_file"); err != nil {
+		t.Errorf("pinned tool while the store is down: %v", err)
+	}
+	if err := p.Allowed(ctx, "other", "tool"); err == nil || errors.Is(err, pin.ErrQuarantined) || !strings.Contains(err.Error(), "cannot be read") {
+		t.Errorf("unknown tool while the store is down: %v", err)
+	}
+	if _, err := p.Check(ctx, "files", []*mcp.Tool{tool("Delete a file.", false), read}); err == nil {
+		t.Error("a list was checked without the store")
+	}
+	if _, err := p.Approve(ctx, "files", "delete_file", vs[0].Fingerprint, "alice"); err == nil {
+		t.Error("approved without the store")
+	}
+
+	srv.Restart(t)
+	if _, err := p.Approve(ctx, "files", "delete_file", vs[0].Fingerprint, "alice"); err != nil {
+		t.Fatalf("approving after the restart: %v", err)
+	}
+	if err := p.Allowed(ctx, "files", "delete_file"); err != nil {
+		t.Errorf("after the approval: %v", err)
+	}
+	if v, err := p.Check(ctx, "files", []*mcp.Tool{tool("Delete a file.", false), read}); err != nil || v[0].State != pin.StatePinned {
+		t.Errorf("listed after the restart: %v %+v", err, v)
+	}
+}
+
+// openB opens a store for a benchmark, closed when it ends.
+func openB(b *testing.B, spec string) (sqlstore.Store, error) {
+	s, err := sqlstore.Open(context.Background(), spec)
+	if err == nil {
+		b.Cleanup(func() { s.Close() })
+	}
+	return s, err
+}

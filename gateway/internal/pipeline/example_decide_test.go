@@ -1,0 +1,41 @@
+package pipeline_test
+
+import (
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/preflightmcp/preflight/gateway/internal/catalog"
+	"github.com/preflightmcp/preflight/gateway/internal/pipeline"
+)
+
+// A deployer's rule denies force pushes; without a rule, a destructive
+// call is confirmed and a read allowed.
+func ExampleNewDecider() {
+	d, err := pipeline.NewDecider(&pipeline.DecideOptions{Rules: []pipeline.DecisionRule{{
+		Name: "no-force-push", Tools: []string{"push"}, When: `has(args.force) && args.force == true`,
+		Verdict: pipeline.Deny, Reason: "force pushes are not allowed",
+	}}})
+	if err != nil {
+		panic(err)
+	}
+	call := func(tool, args string, destructive bool) *pipeline.Call {
+		ann := &mcp.ToolAnnotations{ReadOnlyHint: !destructive, DestructiveHint: &destructive}
+		c := &pipeline.Call{Method: "tools/call", Name: tool, Target: tool, Arguments: []byte(args), Client: &pipeline.Client{},
+			Tool: &catalog.Tool{Name: tool, Upstream: "git", Tool: &mcp.Tool{Name: tool, Annotations: ann}}}
+		c.Resolution = pipeline.Static(c.Tool)
+		return c
+	}
+	for _, c := range []*pipeline.Call{
+		call("log", `{}`, false),
+		call("push", `{"force": true}`, true),
+		call("push", `{}`, true),
+	} {
+		d := d.Decide(c)
+		fmt.Printf("%s %s: %s (%s)\n", c.Name, c.Arguments, d.Verdict, d.Reason)
+	}
+	// Output:
+	// log {}: allow (the call only reads)
+	// push {"force": true}: deny (force pushes are not allowed)
+	// push {}: confirm (the call is destructive (destructiveHint, from the tool's declaration))
+}

@@ -1,0 +1,119 @@
+package pipeline_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/preflightmcp/preflight/gateway/internal/metrics"
+	"github.com/preflightmcp/preflight/gateway/internal/pipeline"
+	"github.com/preflightmcp/preflight/gateway/internal/upstream"
+)
+
+// TestMetricsConfirmations: the metrics stage counts a confirmation as
+// asked in the request that asks it and as answered in the one that
+// answers it, whether in-band (one request for a legacy client, two for a
+// 2026-07-28 client's retry with its answers) or out of band; dry-run
+// decisions ask nothing; and an unknown tool is counted under
+// tool="unknown".
+func TestMetricsConfirmations(t *testing.T) {
+	m := metrics.New(&metrics.Options{NoRuntime: true})
+	confirm := &pipeline.Decision{Verdict: pipeline.Confirm}
+	calls := []struct {
+		call    pipeline.Call
+		outcome string
+	}{
+		// A legacy client asked mid-call, who accepts.
+		{pipeline.Call{Decision: confirm, Confirmation: &pipeline.Confirmation{By: "client"}}, "ok"},
+		// A 2026-07-28 client: input_required, then the retry declines.
+		{pipeline.Call{Decision: confirm}, "input_required"},
+		{pipeline.Call{Decision: confirm, RequestState: "s"}, "declined"},
+		// Out of band: pointed to the page, then the retry is approved.
+		{pipeline.Call{Decision: confirm}, "tool_error"},
+		{pipeline.Call{Decision: confirm, Confirmation: &pipeline.Confirmation{By: "page", Approver: "alice"}}, "ok"},
+		// Dry run: nothing asked.
+		{pipeline.Call{Decision: &pipeline.Decision{Verdict: pipeline.Confirm, DryRun: true}}, "ok"},
+		// An unknown tool, never routed.
+		{pipeline.Call{Name: "made_up"}, ""},
+	}
+	for _, c := range calls {
+		call := c.call
+		call.Method = upstream.MethodCallTool
+		call.Client = &pipeline.Client{}
+		outcome := c.outcome
+		h := pipeline.Chain(pipeline.HandlerFunc(func(_ context.Context, c *pipeline.Call) (mcp.Result, error) {
+			c.Outcome = outcome
+			return &mcp.CallToolResult{}, nil
+		}), pipeline.Metrics(m))
+		if _, err := h.Serve(context.Background(), &call); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fams, err := m.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range fams {
+		for _, mt := range f.GetMetric() {
+			key := f.GetName()
+			for _, l := range mt.GetLabel() {
+				key += " " + l.GetName() + "=" + l.GetValue()
+			}
+			got[key] = counterOrCount(mt)
+		}
+	}
+	want := map[string]float64{
+		"preflight_confirmations_total by= result=asked server=unknown":                                                  3,
+		"preflight_confirmations_total by=client result=approved server=unknown":                                         1,
+		"preflight_confirmations_total by=page result=approved server=unknown":                                           1,
+		"preflight_confirmations_total by= result=declined server=unknown":                                               1,
+		"preflight_calls_total decision=confirm effect=unknown method=tools/call outcome=ok server=unknown tool=unknown": 3,
+		"preflight_calls_total decision=none effect=unknown method=tools/call outcome=ok server=unknown tool=unknown":    1,
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+	n := 0
+	for k := range got {
+		if len(k) > len("preflight_confirmations_total") && k[:len("preflight_confirmations_total")] == "preflight_confirmations_total" {
+			n++
+		}
+	}
+	if n != 4 {
+		t.Errorf("confirmation series: %v", got)
+	}
+}
+
+func counterOrCount(m *dto.Metric) float64 {
+	if m.Histogram != nil {
+		return float64(m.GetHistogram().GetSampleCount())
+	}
+	return m.GetCounter().GetValue()
+}
+
+// BenchmarkMetricsStage measures the metrics stage alone: recording one
+// resolved tools/call (effect, labels, counter and histogram).
+//
+//	cd gateway && go test -run '^$' -bench BenchmarkMetricsStage -benchmem ./pipeline/
+func BenchmarkMetricsStage(b *testing.B) {
+	m := metrics.New(&metrics.Options{NoRuntime: true})
+	h := pipeline.Chain(pipeline.HandlerFunc(func(_ context.Context, c *pipeline.Call) (mcp.Result, error) {
+		c.Outcome = "ok"
+		return nil, nil
+	}), pipeline.Metrics(m))
+	res := &pipeline.Resolution{Source: "upstream"}
+	res.Annotations.ReadOnlyHint = true
+	b.ReportAllocs()
+	for b.Loop() {
+		c := pipeline.Call{Method: upstream.MethodCallTool, Name: "t", Client: &pipeline.Client{}, Resolution: res,
+			Decision: &pipeline.Decision{Verdict: pipeline.Allow}}
+		if _, err := h.Serve(context.Background(), &c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,220 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/preflightmcp/preflight/gateway/internal/auth"
+)
+
+// transport returns a new transport for one connection attempt, with raw
+// result capture installed.
+func (c *Conn) transport(ctx context.Context, f *flow) (mcp.Transport, error) {
+	s := c.spec
+	if s.Connect != nil {
+		t, err := s.Connect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return wrapTransport{t, f}, nil
+	}
+	switch s.Transport {
+	case TransportStdio:
+		cmd := exec.Command(s.Command, s.Args...)
+		cmd.Dir = s.Dir
+		cmd.Env = os.Environ()
+		keys := make([]string, 0, len(s.Env))
+		for k := range s.Env {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			cmd.Env = append(cmd.Env, k+"="+s.Env[k])
+		}
+		cmd.Stderr = &lineLogger{logger: c.logger, max: DefaultMaxStderrLine}
+		cmd.WaitDelay = s.StopGrace
+		return wrapTransport{&mcp.CommandTransport{Command: cmd, TerminateDuration: s.StopGrace}, f}, nil
+	case TransportHTTP:
+		hc, err := c.httpClient()
+		if err != nil {
+			return nil, err
+		}
+		raw := &http.Client{Transport: hc.Transport}
+		c.mu.Lock()
+		c.rawClient = raw
+		c.mu.Unlock()
+		hc.Transport = captureTransport{base: hc.Transport, flow: f}
+		return &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc}, nil
+	case TransportSSE:
+		hc, err := c.httpClient()
+		if err != nil {
+			return nil, err
+		}
+		return wrapTransport{&mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: hc}, f}, nil
+	}
+	return nil, fmt.Errorf("unknown transport %q", s.Transport)
+}
+
+// httpClient returns a client that sends the upstream's headers and bearer
+// token. Its connection pool is the upstream's own and keeps enough idle
+// connections for concurrent calls.
+func (c *Conn) httpClient() (*http.Client, error) {
+	h := http.Header{}
+	for k, v := range c.spec.Headers {
+		h.Set(k, v)
+	}
+	if env := c.spec.BearerTokenEnv; env != "" {
+		tok, ok := os.LookupEnv(env)
+		if !ok || strings.TrimSpace(tok) == "" {
+			return nil, fmt.Errorf("bearer token: environment variable %s is not set", env)
+		}
+		h.Set("Authorization", "Bearer "+strings.TrimSpace(tok))
+	}
+	c.pool.Do(func() {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConns = 256
+		t.MaxIdleConnsPerHost = 64
+		t.IdleConnTimeout = 90 * time.Second
+		c.mu.Lock()
+		c.roundTripper = t
+		c.mu.Unlock()
+	})
+	c.mu.Lock()
+	var rt http.RoundTripper = c.roundTripper
+	c.mu.Unlock()
+	return &http.Client{Transport: headerTransport{base: rt, header: h}}, nil
+}
+
+// headerTransport sends the upstream's own headers with every request,
+// and no credential of anyone else's (auth.StripCredentials): a client's
+// token is never passed through.
+type headerTransport struct {
+	base   http.RoundTripper
+	header http.Header
+}
+
+func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	auth.StripCredentials(req.Header)
+	for k, vs := range t.header {
+		req.Header[k] = vs
+	}
+	return t.base.RoundTrip(req)
+}
+
+// wrapTransport wraps the connection of a transport in a captureConn.
+type wrapTransport struct {
+	mcp.Transport
+	flow *flow
+}
+
+// Connect connects within ctx, but the connection outlives it: the HTTP+SSE
+// transport holds its event stream in the context it connects with, and a
+// connection attempt's context ends when the attempt does.
+func (w wrapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	conn, err := w.Transport.Connect(cctx)
+	if !stop() || err != nil {
+		cancel()
+		if err == nil {
+			conn.Close()
+			err = ctx.Err()
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &captureConn{Connection: conn, flow: w.flow}, nil
+}
+
+// lineLogger logs what a stdio server writes to stderr, one record per
+// line, lines cut at max bytes and stripped of control characters.
+type lineLogger struct {
+	logger *slog.Logger
+	max    int
+	mu     sync.Mutex
+	buf    []byte
+	cut    bool // the current line was already cut and logged
+}
+
+func (l *lineLogger) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		chunk := p
+		if i >= 0 {
+			chunk = p[:i]
+		}
+		if !l.cut {
+			room := l.max - len(l.buf)
+			if len(chunk) > room {
+				l.buf = append(l.buf, chunk[:room]...)
+				l.emit(true)
+				l.cut = true
+			} else {
+				l.buf = append(l.buf, chunk...)
+			}
+		}
+		if i < 0 {
+			break
+		}
+		if !l.cut {
+			l.emit(false)
+		}
+		l.buf, l.cut = l.buf[:0], false
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+func (l *lineLogger) emit(truncated bool) {
+	line := Sanitize(string(bytes.TrimRight(l.buf, "\r")))
+	if line == "" {
+		return
+	}
+	if truncated {
+		l.logger.Info("upstream stderr", "line", line, "truncated", true)
+		return
+	}
+	l.logger.Info("upstream stderr", "line", line)
+}
+
+// Sanitize removes control characters (other than tab) from text an
+// upstream supplied, so that it cannot drive a terminal when printed.
+func Sanitize(s string) string {
+	clean := true
+	for _, r := range s {
+		if isControl(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if !isControl(r) {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func isControl(r rune) bool {
+	return (r < 0x20 && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0)
+}
