@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -21,8 +22,8 @@ import (
 	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/internal/approval"
 	"github.com/preflightmcp/preflight/gateway/internal/auth"
+	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/page"
-	"github.com/preflightmcp/preflight/gateway/internal/pipeline"
 	"github.com/preflightmcp/preflight/hints"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
@@ -30,17 +31,17 @@ import (
 // confirmDeletes stands in for the decide stage in these tests: a call
 // whose resolution says it deletes (or destroys) is to be confirmed,
 // anything else is allowed.
-func confirmDeletes() pipeline.Stage {
-	return pipeline.Stage{Name: "decide", Wrap: func(next pipeline.Handler) pipeline.Handler {
-		return pipeline.HandlerFunc(func(ctx context.Context, c *pipeline.Call) (mcp.Result, error) {
-			if r := c.Resolution; r != nil && (r.Hints.Effect == hints.EffectDelete || r.Annotations.DestructiveHint && !r.Annotations.ReadOnlyHint) {
-				c.Decision = &pipeline.Decision{Verdict: pipeline.Confirm, Reason: "deletes a file"}
-			} else if r != nil {
-				c.Decision = &pipeline.Decision{Verdict: pipeline.Allow}
-			}
-			return next.Serve(ctx, c)
-		})
-	}}
+type confirmDeletes struct{}
+
+func (confirmDeletes) Name() string { return "decide" }
+
+func (confirmDeletes) Serve(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
+	if r := c.Resolution; r != nil && (r.Hints.Effect == hints.EffectDelete || r.Annotations.DestructiveHint && !r.Annotations.ReadOnlyHint) {
+		c.Decision = &call.Decision{Verdict: call.Confirm, Reason: "deletes a file"}
+	} else if r != nil {
+		c.Decision = &call.Decision{Verdict: call.Allow}
+	}
+	return next.Serve(ctx, c)
 }
 
 // upRecorder is the files upstream over HTTP, recording what reaches it:
@@ -128,7 +129,7 @@ func newApprovalGateway(t *testing.T, s approvalSetup) *approvalGateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gateway.InsertStage(g, "approve", confirmDeletes())
+	gateway.InsertStage(g, "approve", confirmDeletes{})
 	g.Start()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -24,7 +24,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/audit/auditstore"
 	"github.com/preflightmcp/preflight/gateway/internal/page"
 	"github.com/preflightmcp/preflight/gateway/internal/pgtest"
-	"github.com/preflightmcp/preflight/gateway/internal/pipeline"
+	"github.com/preflightmcp/preflight/gateway/internal/stage"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
 
@@ -223,10 +223,12 @@ audit:
 		p.Close()
 	}
 	// The 2026-07-28 call of the files server took the passthrough path:
-	// the upstream got the client's params as they came (x-vendor is kept
-	// only there).
-	if b := files.calls(); len(b) != 2 || !strings.Contains(b[0], `"x-vendor":{"kept":true}`) || strings.Contains(b[1], "x-vendor") {
-		t.Errorf("files upstream got %q; want the 2026-07-28 call passed through, the legacy one decoded", b)
+	// the upstream got the client's own _meta (its clientInfo), where the
+	// legacy call, decoded, carries the gateway's; neither carries x-vendor,
+	// which the gateway does not judge and so never forwards.
+	if b := files.calls(); len(b) != 2 || !strings.Contains(b[0], `"name":"wiretest"`) || strings.Contains(b[1], `"name":"wiretest"`) ||
+		strings.Contains(b[0], "x-vendor") || strings.Contains(b[1], "x-vendor") {
+		t.Errorf("files upstream got %q; want the 2026-07-28 call passed through, the legacy one decoded, no x-vendor", b)
 	}
 	// The legacy client's call of the 2025-11-25 docs server passed through
 	// on the gateway's session with it (under an id of the gateway's).
@@ -451,7 +453,7 @@ func TestAuditPostgresStopped(t *testing.T) {
 			pg.Stop(t)
 			before := received()
 			r := call("keep.txt", "delete")
-			if r.Error == nil || r.Error.Code != pipeline.CodeAuditUnavailable || r.Error.Message != pipeline.ErrAuditUnavailable {
+			if r.Error == nil || r.Error.Code != stage.CodeAuditUnavailable || r.Error.Message != stage.ErrAuditUnavailable {
 				t.Errorf("delete with the store stopped: %s; want the audit-unavailable error", r.Raw)
 			}
 			if _, err := os.Stat(filepath.Join(dir, "keep.txt")); err != nil || received() != before {
@@ -464,7 +466,7 @@ func TestAuditPostgresStopped(t *testing.T) {
 					t.Errorf("read with the store stopped (proceed): %s", r.Raw)
 				}
 			case "fail-closed":
-				if r.Error == nil || r.Error.Code != pipeline.CodeAuditUnavailable || received() != before {
+				if r.Error == nil || r.Error.Code != stage.CodeAuditUnavailable || received() != before {
 					t.Errorf("read with the store stopped (fail-closed): %s", r.Raw)
 				}
 			}

@@ -16,10 +16,11 @@ import (
 
 	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/gateway"
+	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/pin"
 	"github.com/preflightmcp/preflight/gateway/internal/pin/sqlstore"
-	"github.com/preflightmcp/preflight/gateway/internal/pipeline"
 	"github.com/preflightmcp/preflight/gateway/internal/redact"
+	"github.com/preflightmcp/preflight/gateway/internal/stage"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 )
 
@@ -77,15 +78,15 @@ func BenchmarkGatewayCall(b *testing.B) {
 
 // benchDecisions are decision rules of a realistic size: most apply to
 // other servers, two are evaluated on every call.
-func benchDecisions() *pipeline.DecideOptions {
-	d := &pipeline.DecideOptions{}
+func benchDecisions() *stage.DecideOptions {
+	d := &stage.DecideOptions{}
 	for i := range 18 {
-		d.Rules = append(d.Rules, pipeline.DecisionRule{Name: fmt.Sprintf("github-%d", i), Servers: []string{"github"},
-			Tools: []string{fmt.Sprintf("tool_%d*", i)}, When: `args.force == true`, Verdict: pipeline.Deny})
+		d.Rules = append(d.Rules, stage.DecisionRule{Name: fmt.Sprintf("github-%d", i), Servers: []string{"github"},
+			Tools: []string{fmt.Sprintf("tool_%d*", i)}, When: `args.force == true`, Verdict: call.Deny})
 	}
 	d.Rules = append(d.Rules,
-		pipeline.DecisionRule{Name: "blocked", When: `principal == "blocked"`, Verdict: pipeline.Deny},
-		pipeline.DecisionRule{Name: "deletes", When: `effect == "delete" && server != "scratch"`, Verdict: pipeline.Confirm, OutOfBand: true})
+		stage.DecisionRule{Name: "blocked", When: `principal == "blocked"`, Verdict: call.Deny},
+		stage.DecisionRule{Name: "deletes", When: `effect == "delete" && server != "scratch"`, Verdict: call.Confirm, OutOfBand: true})
 	return d
 }
 
@@ -271,7 +272,7 @@ func BenchmarkGatewayLayers(b *testing.B) {
 						// SQLite, the audit log and redaction; metrics and
 						// retries are on in every configuration.
 						d := benchDecisions()
-						d.Rules = append([]pipeline.DecisionRule{{Name: "erase-runs", Tools: []string{"erase"}, Verdict: pipeline.Allow}}, d.Rules...)
+						d.Rules = append([]stage.DecisionRule{{Name: "erase-runs", Tools: []string{"erase"}, Verdict: call.Allow}}, d.Rules...)
 						opts.Decisions = d
 						store, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "pins.db"))
 						if err != nil {

@@ -19,7 +19,8 @@ import (
 	"github.com/preflightmcp/preflight/examples/files/filetool"
 	"github.com/preflightmcp/preflight/examples/folders/foldertool"
 	"github.com/preflightmcp/preflight/gateway"
-	"github.com/preflightmcp/preflight/gateway/internal/pipeline"
+	"github.com/preflightmcp/preflight/gateway/internal/call"
+	"github.com/preflightmcp/preflight/gateway/internal/stage"
 	"github.com/preflightmcp/preflight/gateway/internal/state"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
@@ -31,7 +32,7 @@ var elicitCaps = map[string]any{"elicitation": map[string]any{"form": map[string
 // manage_files example (a 2026-07-28 upstream over HTTP, so a
 // 2026-07-28 client's first call takes the passthrough path) and returns
 // the directory it manages and the gateway's URL.
-func filesGateway(t *testing.T, d *pipeline.DecideOptions, logger *slog.Logger) (string, string) {
+func filesGateway(t *testing.T, d *stage.DecideOptions, logger *slog.Logger) (string, string) {
 	t.Helper()
 	root := filesDir(t)
 	s := filetool.NewServer(root, nil)
@@ -48,7 +49,7 @@ func filesGateway(t *testing.T, d *pipeline.DecideOptions, logger *slog.Logger) 
 func toolCall(name string, args map[string]any, answer map[string]any, state string) map[string]any {
 	p := map[string]any{"name": name, "arguments": args}
 	if answer != nil {
-		p["inputResponses"] = map[string]any{pipeline.ConfirmKey: answer}
+		p["inputResponses"] = map[string]any{stage.ConfirmKey: answer}
 	}
 	if state != "" {
 		p["requestState"] = state
@@ -81,7 +82,7 @@ func confirmQuestion(t *testing.T, r *wiretest.Response) (state, message string)
 		t.Fatalf("want the gateway's confirmation, got %s", r.Raw)
 	}
 	asks, _ := r.Result["inputRequests"].(map[string]any)
-	q, _ := asks[pipeline.ConfirmKey].(map[string]any)
+	q, _ := asks[stage.ConfirmKey].(map[string]any)
 	params, _ := q["params"].(map[string]any)
 	if len(asks) != 1 || q["method"] != "elicitation/create" || params["mode"] != "form" {
 		t.Fatalf("inputRequests = %s", wiretest.MustJSON(asks))
@@ -108,7 +109,7 @@ func exists(t *testing.T, path string) bool {
 // state again is refused; a read is never asked; a client that declared no
 // elicitation is told why the call did not run.
 func TestConfirmModernOnTheWire(t *testing.T) {
-	dir, url := filesGateway(t, &pipeline.DecideOptions{}, nil)
+	dir, url := filesGateway(t, &stage.DecideOptions{}, nil)
 	p := wiretest.Stateless(url, elicitCaps)
 	notes := filepath.Join(dir, "notes.txt")
 	del := map[string]any{"action": "delete", "path": "notes.txt"}
@@ -243,7 +244,7 @@ func confirmLegacyMidCall(t *testing.T, upEra string) {
 			ss.Close()
 		}
 	})
-	_, url := startGateway(t, &gateway.Options{Decisions: &pipeline.DecideOptions{}, ConfirmWait: 300 * time.Millisecond,
+	_, url := startGateway(t, &gateway.Options{Decisions: &stage.DecideOptions{}, ConfirmWait: 300 * time.Millisecond,
 		Upstreams: []gateway.UpstreamSpec{{Name: "files", URL: serveEra(t, s, upEra)}}})
 	a := &legacyAnswers{release: make(chan struct{})}
 	cs := connect(t, url, legacy, nil, &mcp.ClientOptions{ElicitationHandler: a.elicit})
@@ -318,13 +319,13 @@ func (s *syncBuffer) String() string {
 // and in dry-run nothing is asked or refused, while the log records what
 // would have been decided.
 func TestDecisionRulesAndDryRun(t *testing.T) {
-	rules := []pipeline.DecisionRule{
+	rules := []stage.DecisionRule{
 		{Name: "keep-full", Tools: []string{"manage_files"}, When: `effect != "read" && args.action == "delete" && args.path.startsWith("full/")`,
-			Verdict: pipeline.Deny, Reason: "files under full/ are kept"},
-		{Name: "scratch", Servers: []string{"files"}, When: `tool == "manage_files" && has(args.path) && args.path == "scratch.txt"`, Verdict: pipeline.Allow},
+			Verdict: call.Deny, Reason: "files under full/ are kept"},
+		{Name: "scratch", Servers: []string{"files"}, When: `tool == "manage_files" && has(args.path) && args.path == "scratch.txt"`, Verdict: call.Allow},
 	}
 	t.Run("enforce", func(t *testing.T) {
-		dir, url := filesGateway(t, &pipeline.DecideOptions{Rules: rules}, nil)
+		dir, url := filesGateway(t, &stage.DecideOptions{Rules: rules}, nil)
 		p := wiretest.Stateless(url, elicitCaps)
 		r := p.Call(t, "tools/call", toolCall("manage_files", map[string]any{"action": "delete", "path": "full/inner/x.txt"}, nil, ""))
 		if r.Error != nil || r.Result["isError"] != true || !strings.Contains(resultText(r), "files under full/ are kept") {
@@ -344,7 +345,7 @@ func TestDecisionRulesAndDryRun(t *testing.T) {
 	t.Run("dry-run", func(t *testing.T) {
 		log := &syncBuffer{calls: make(chan struct{}, 8)}
 		logger := slog.New(slog.NewJSONHandler(log, nil))
-		dir, url := filesGateway(t, &pipeline.DecideOptions{Rules: rules, Mode: pipeline.DryRun}, logger)
+		dir, url := filesGateway(t, &stage.DecideOptions{Rules: rules, Mode: stage.DryRun}, logger)
 		p := wiretest.Stateless(url, elicitCaps)
 		r := p.Call(t, "tools/call", toolCall("manage_files", map[string]any{"action": "delete", "path": "full/inner/x.txt"}, nil, ""))
 		if r.Error != nil || r.Result["resultType"] != "complete" || r.Result["isError"] == true || exists(t, filepath.Join(dir, "full", "inner", "x.txt")) {
@@ -377,7 +378,7 @@ func TestConfirmThenUpstreamQuestions(t *testing.T) {
 	for _, upEra := range []string{modern, legacy} {
 		t.Run("upstream "+upEra, func(t *testing.T) {
 			dir, root := foldersRoot(t)
-			_, url := startGateway(t, &gateway.Options{Decisions: &pipeline.DecideOptions{},
+			_, url := startGateway(t, &gateway.Options{Decisions: &stage.DecideOptions{},
 				Upstreams: []gateway.UpstreamSpec{{Name: "folders", URL: serveEra(t, foldertool.NewServer(root, nil), upEra)}}})
 			p := wiretest.Stateless(url, elicitCaps)
 			full := map[string]any{"path": "full"}
@@ -390,7 +391,7 @@ func TestConfirmThenUpstreamQuestions(t *testing.T) {
 				t.Fatalf("after the confirmation: %s", r.Raw)
 			}
 			asks := r.Result["inputRequests"].(map[string]any)
-			if _, ours := asks[pipeline.ConfirmKey]; ours || len(asks) != 1 {
+			if _, ours := asks[stage.ConfirmKey]; ours || len(asks) != 1 {
 				t.Fatalf("the upstream's question: %s", wiretest.MustJSON(asks))
 			}
 			var key string
@@ -431,7 +432,7 @@ func TestConfirmThenUpstreamQuestions(t *testing.T) {
 func TestConfirmReferenceServer(t *testing.T) {
 	spec := npmServers(t)
 	files := t.TempDir()
-	_, url := startGateway(t, &gateway.Options{Decisions: &pipeline.DecideOptions{},
+	_, url := startGateway(t, &gateway.Options{Decisions: &stage.DecideOptions{},
 		Upstreams: []gateway.UpstreamSpec{spec("filesystem", "server-filesystem", files)}})
 	target := filepath.Join(files, "kept.txt")
 	content := func() string {
@@ -515,7 +516,7 @@ func TestConfirmStateUnavailable(t *testing.T) {
 			ss.Close()
 		}
 	})
-	_, url := startGateway(t, &gateway.Options{Decisions: &pipeline.DecideOptions{}, State: st,
+	_, url := startGateway(t, &gateway.Options{Decisions: &stage.DecideOptions{}, State: st,
 		Upstreams: []gateway.UpstreamSpec{{Name: "files", URL: serveEra(t, s, modern)}}})
 	p := wiretest.Stateless(url, elicitCaps)
 	r := p.Call(t, "tools/call", toolCall("manage_files", map[string]any{"action": "delete", "path": "notes.txt"}, nil, ""))

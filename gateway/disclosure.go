@@ -7,8 +7,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
 	"github.com/preflightmcp/preflight/disclose"
+	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/catalog"
+	"github.com/preflightmcp/preflight/gateway/internal/entry"
 )
 
 // Disclosure turns on progressive disclosure of tool descriptions (seed
@@ -122,40 +126,40 @@ func (g *Gateway) installDisclosure(s *mcp.Server) {
 	g.discloseResource, g.discloseTemplate = res, tmpl
 }
 
-// disclosureRead reports whether a resources/read is of the
-// tool_descriptions resource, which package disclose serves.
-func (g *Gateway) disclosureRead(req mcp.Request) bool {
-	if g.disclosure == nil {
+// Own implements entry.Router: a resources/read of the tool_descriptions
+// resource is package disclose's to answer, not an upstream's.
+func (g *Gateway) Own(m *entry.Message) bool {
+	if g.disclosure == nil || m.Method != call.ResourcesRead || !m.HasURI {
 		return false
 	}
-	p, ok := req.GetParams().(*mcp.ReadResourceParams)
-	if !ok || p == nil {
-		return false
-	}
-	_, ours, _ := disclose.ParseSelection(g.disclosure.URI(), p.URI, -1)
+	_, ours, _ := disclose.ParseSelection(g.disclosure.URI(), m.URI, -1)
 	return ours
 }
 
-// gate runs package disclose's check of a tools/call of a disclosed tool:
-// refused is disclose's refusal (a tool result or a JSON-RPC error), to be
-// returned as it is.
-func (g *Gateway) gate(ctx context.Context, req mcp.Request, next mcp.MethodHandler) (res mcp.Result, err error, refused bool) {
-	if g.disclosure == nil {
+// Check implements stage.Gate: a tools/call of a disclosed tool goes
+// through package disclose's check, below the entry on the SDK's path
+// (c.Local); a refusal (a TOOL_DESCRIPTION_REQUIRED tool result, or a
+// JSON-RPC error) ends the call. Such calls always take the SDK's path
+// (see [Gateway.Direct]); one that did not is refused, not let through.
+func (g *Gateway) Check(ctx context.Context, c *call.Call) (json.RawMessage, error, bool) {
+	if g.disclosure == nil || c.Tool == nil || !g.discloses(c.Tool.Upstream) {
 		return nil, nil, false
 	}
-	p, ok := req.GetParams().(*mcp.CallToolParamsRaw)
-	if !ok || p == nil {
+	if c.Local == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "tools/call: the disclosure of this tool cannot be checked on this path"}, true
+	}
+	res, err := c.Local(ctx)
+	if err != nil {
+		return nil, err, true
+	}
+	if res == gatePassed {
 		return nil, nil, false
 	}
-	t, ok := g.View().Tool(p.Name)
-	if !ok || !g.discloses(t.Upstream) {
-		return nil, nil, false
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the disclosure refusal: " + err.Error()}, true
 	}
-	res, err = next(ctx, "tools/call", req)
-	if err == nil && res == gatePassed {
-		return nil, nil, false
-	}
-	return res, err, true
+	return b, nil, true
 }
 
 // minimalListing is t's tools/list entry under disclosure: disclose's

@@ -20,11 +20,13 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/audit"
 	"github.com/preflightmcp/preflight/gateway/internal/audit/auditstore"
 	"github.com/preflightmcp/preflight/gateway/internal/auth"
+	"github.com/preflightmcp/preflight/gateway/internal/call"
+	"github.com/preflightmcp/preflight/gateway/internal/forward"
 	"github.com/preflightmcp/preflight/gateway/internal/pin"
 	"github.com/preflightmcp/preflight/gateway/internal/pin/sqlstore"
-	"github.com/preflightmcp/preflight/gateway/internal/pipeline"
 	"github.com/preflightmcp/preflight/gateway/internal/redact"
 	"github.com/preflightmcp/preflight/gateway/internal/redisstore"
+	"github.com/preflightmcp/preflight/gateway/internal/stage"
 	"github.com/preflightmcp/preflight/gateway/internal/state"
 	"github.com/preflightmcp/preflight/hints"
 	"github.com/preflightmcp/preflight/requeststate"
@@ -131,7 +133,7 @@ func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 		return nil, err
 	}
 	if rt := cfg.Retry; rt != (config.Retry{}) {
-		opts.Retry = &pipeline.RetryPolicy{Attempts: rt.Attempts, Initial: time.Duration(rt.Backoff), Max: time.Duration(rt.MaxBackoff),
+		opts.Retry = &forward.RetryPolicy{Attempts: rt.Attempts, Initial: time.Duration(rt.Backoff), Max: time.Duration(rt.MaxBackoff),
 			Within: time.Duration(rt.Within), Budget: rt.Budget, Refill: time.Duration(rt.Refill)}
 	}
 	if e := cfg.Metrics.Enabled; e != nil && !*e {
@@ -376,24 +378,24 @@ func OpenAudit(ctx context.Context, spec string, o *audit.Options) (*audit.Audit
 // DecisionsFromConfig maps the decisions section and the servers'
 // decisions modes onto the gateway's decision options, and compiles the
 // rules' expressions: a rule that does not compile is an error naming it.
-func DecisionsFromConfig(cfg *config.Config) (*pipeline.DecideOptions, error) {
-	d := &pipeline.DecideOptions{Mode: pipeline.Enforce}
+func DecisionsFromConfig(cfg *config.Config) (*stage.DecideOptions, error) {
+	d := &stage.DecideOptions{Mode: stage.Enforce}
 	if cfg.Decisions.Mode == config.DecisionsDryRun {
-		d.Mode = pipeline.DryRun
+		d.Mode = stage.DryRun
 	}
 	for _, name := range cfg.Names() {
 		if s := cfg.Servers[name]; s != nil && s.Decisions != "" && string(s.Decisions) != string(d.Mode) {
 			if d.Servers == nil {
-				d.Servers = map[string]pipeline.Mode{}
+				d.Servers = map[string]stage.Mode{}
 			}
-			d.Servers[name] = pipeline.Mode(s.Decisions)
+			d.Servers[name] = stage.Mode(s.Decisions)
 		}
 	}
 	for _, r := range cfg.Decisions.Rules {
-		d.Rules = append(d.Rules, pipeline.DecisionRule{Name: r.Name, Servers: slices.Clone(r.Servers), Tools: slices.Clone(r.Tools),
-			When: r.When, Verdict: pipeline.Verdict(r.Decision), OutOfBand: r.Approval == config.ApprovalHuman, Reason: r.Reason})
+		d.Rules = append(d.Rules, stage.DecisionRule{Name: r.Name, Servers: slices.Clone(r.Servers), Tools: slices.Clone(r.Tools),
+			When: r.When, Verdict: call.Verdict(r.Decision), OutOfBand: r.Approval == config.ApprovalHuman, Reason: r.Reason})
 	}
-	if _, err := pipeline.NewDecider(d); err != nil {
+	if _, err := stage.NewDecider(d); err != nil {
 		return nil, fmt.Errorf("configuration: decisions: %w", err)
 	}
 	return d, nil

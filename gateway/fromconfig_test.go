@@ -17,9 +17,11 @@ import (
 	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/internal/auth"
+	"github.com/preflightmcp/preflight/gateway/internal/call"
+	"github.com/preflightmcp/preflight/gateway/internal/forward"
 	"github.com/preflightmcp/preflight/gateway/internal/pin"
 	"github.com/preflightmcp/preflight/gateway/internal/pin/sqlstore"
-	"github.com/preflightmcp/preflight/gateway/internal/pipeline"
+	"github.com/preflightmcp/preflight/gateway/internal/stage"
 )
 
 func noEnv(string) (string, bool) { return "", false }
@@ -253,12 +255,12 @@ decisions:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &pipeline.DecideOptions{
-		Mode:    pipeline.Enforce,
-		Servers: map[string]pipeline.Mode{"files": pipeline.DryRun},
-		Rules: []pipeline.DecisionRule{
-			{Name: "no-force-push", Servers: []string{"github"}, Tools: []string{"push*"}, When: "args.force == true", Verdict: pipeline.Deny, Reason: "force pushes are not allowed"},
-			{Name: "merges", Tools: []string{"merge_pull_request"}, When: `principal != "release-bot"`, Verdict: pipeline.Confirm, OutOfBand: true},
+	want := &stage.DecideOptions{
+		Mode:    stage.Enforce,
+		Servers: map[string]stage.Mode{"files": stage.DryRun},
+		Rules: []stage.DecisionRule{
+			{Name: "no-force-push", Servers: []string{"github"}, Tools: []string{"push*"}, When: "args.force == true", Verdict: call.Deny, Reason: "force pushes are not allowed"},
+			{Name: "merges", Tools: []string{"merge_pull_request"}, When: `principal != "release-bot"`, Verdict: call.Confirm, OutOfBand: true},
 		},
 	}
 	if !reflect.DeepEqual(opts.Decisions, want) {
@@ -293,7 +295,7 @@ func TestOptionsFromConfigRetryMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &pipeline.RetryPolicy{Attempts: 1, Initial: 50 * time.Millisecond, Max: time.Second, Within: 10 * time.Second, Budget: 5, Refill: 2 * time.Second}
+	want := &forward.RetryPolicy{Attempts: 1, Initial: 50 * time.Millisecond, Max: time.Second, Within: 10 * time.Second, Budget: 5, Refill: 2 * time.Second}
 	if !reflect.DeepEqual(opts.Retry, want) || opts.Metrics == nil || !opts.Metrics.Off {
 		t.Errorf("retry %+v, metrics %+v", opts.Retry, opts.Metrics)
 	}

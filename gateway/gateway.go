@@ -1,14 +1,15 @@
-// Package gateway fronts many upstream MCP servers with one MCP endpoint:
-// it connects to each upstream (package upstream), aggregates what they
-// serve (package catalog), passes every call through a chain of named
-// stages (package pipeline) whose last one forwards it in whichever protocol
-// era each side speaks (package bridge), and serves tools/resolve for every
-// aggregated tool (package resolve, through a [pipeline.Resolver]).
+// Package gateway fronts many upstream MCP servers with one MCP endpoint.
+// Every client request enters once (package entry: one strict reading,
+// ambiguity refused), becomes one Call that crosses one chain of named
+// stages (packages call and stage), and leaves through a forwarder
+// (package forward) in whichever protocol era each side speaks; the
+// upstreams are supervised connections (package upstream) whose listings
+// are aggregated (package catalog).
 //
 // Build one with [New] from [Options], start its upstreams with
 // [Gateway.Start], serve it with [Gateway.Serve] (streamable HTTP at /mcp,
-// both eras on one URL, /healthz and the Prometheus /metrics) or [Gateway.ServeStdio], and stop it
-// with [Gateway.Close].
+// both eras on one URL, /healthz and the Prometheus /metrics) or
+// [Gateway.ServeStdio], and stop it with [Gateway.Close].
 package gateway
 
 import (
@@ -30,13 +31,15 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/approval"
 	"github.com/preflightmcp/preflight/gateway/internal/audit"
 	"github.com/preflightmcp/preflight/gateway/internal/auth"
-	"github.com/preflightmcp/preflight/gateway/internal/bridge"
+	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/catalog"
+	"github.com/preflightmcp/preflight/gateway/internal/entry"
+	"github.com/preflightmcp/preflight/gateway/internal/forward"
 	"github.com/preflightmcp/preflight/gateway/internal/metrics"
 	"github.com/preflightmcp/preflight/gateway/internal/page"
 	"github.com/preflightmcp/preflight/gateway/internal/pin"
-	"github.com/preflightmcp/preflight/gateway/internal/pipeline"
 	"github.com/preflightmcp/preflight/gateway/internal/redact"
+	"github.com/preflightmcp/preflight/gateway/internal/stage"
 	"github.com/preflightmcp/preflight/gateway/internal/state"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 	"github.com/preflightmcp/preflight/requeststate"
@@ -67,17 +70,18 @@ type Options struct {
 	Logger *slog.Logger
 	// Resolver works out what each call of an aggregated tool will do, for
 	// tools/resolve and before every tools/call. Nil means
-	// pipeline.UpstreamOrStatic (the upstream's own tools/resolve within
+	// stage.UpstreamOrStatic (the upstream's own tools/resolve within
 	// its static bounds, else the static annotations).
-	Resolver pipeline.Resolver
+	Resolver stage.Resolver
 	// Ring seals the requestState the gateway gives clients. Nil means a
 	// random key for this process (replicas need a shared ring).
 	Ring *requeststate.Ring
 	// Parking holds legacy upstreams' calls that wait for a 2026-07-28
-	// client's answers. Nil means in-process, with bridge's defaults.
-	Parking bridge.Parking
+	// client's answers. Nil means in-process, with package forward's
+	// defaults.
+	Parking forward.Parking
 	// MaxRounds bounds the questions of one call. Zero means
-	// bridge.DefaultMaxRounds.
+	// forward.DefaultMaxRounds.
 	MaxRounds int
 	// ShutdownGrace bounds how long Serve waits for calls in flight when
 	// it stops. Zero means DefaultShutdownGrace.
@@ -132,12 +136,12 @@ type Options struct {
 	// Decisions turns on a decision per tools/call (allow, confirm or
 	// deny, from the call's effective hints and the deployer's decision
 	// rules) and in-band confirmation: the decide, ask and confirmed
-	// stages of package pipeline. Nil means off: every call is forwarded.
-	Decisions *pipeline.DecideOptions
+	// stages of package stage. Nil means off: every call is forwarded.
+	Decisions *stage.DecideOptions
 	// ConfirmTTL is how long a 2026-07-28 client has to answer a
 	// confirmation, and ConfirmWait how long a legacy client's answer is
-	// awaited within its call. Zero means pipeline.DefaultConfirmTTL and
-	// pipeline.DefaultConfirmWait.
+	// awaited within its call. Zero means stage.DefaultConfirmTTL and
+	// stage.DefaultConfirmWait.
 	ConfirmTTL, ConfirmWait time.Duration
 	// State holds the short-lived state replicas share: the single-use
 	// nonces of confirmations. Nil means state.NewMemory (one process),
@@ -146,9 +150,9 @@ type Options struct {
 
 	// Retry bounds the retries of calls after a transient upstream failure
 	// (only calls that are idempotent by their resolution, or that never
-	// reached the upstream; see pipeline.Retry). Nil means the defaults of
-	// pipeline.RetryPolicy; Attempts 1 turns retries off.
-	Retry *pipeline.RetryPolicy
+	// reached the upstream; see package forward). Nil means the defaults of
+	// forward.RetryPolicy; Attempts 1 turns retries off.
+	Retry *forward.RetryPolicy
 	// Metrics configures the Prometheus metrics served at MetricsPath. Nil
 	// means on, with package metrics' defaults.
 	Metrics *MetricsOptions
@@ -224,9 +228,10 @@ type Gateway struct {
 	logger  *slog.Logger
 	server  *mcp.Server
 	rs      *resolve.Server
-	forward *bridge.Forward
-	chain   pipeline.Handler
-	stages  []pipeline.Stage // of chain, outermost first
+	forward *forward.Forward
+	chain   *call.Chain
+	stages  []call.Stage // of chain, outermost first
+	entry   *entry.Entry
 	pinner  *pin.Pinner
 	pins    map[string]pinned // by upstream (rebuild goroutine only)
 	metrics *metrics.Metrics  // nil when off
@@ -254,13 +259,10 @@ type Gateway struct {
 	runCtx   context.Context // the upstreams' context, from Start
 	wg       sync.WaitGroup
 
-	subs subscriptions
-
 	anonymous *auth.Authenticator
 	ui        http.Handler
 	pageURL   atomic.Pointer[string]
-	ownState  *state.Store  // made by New when Options.State is nil
-	checked   sessionChecks // legacy sessions whose calls may pass through
+	ownState  *state.Store // made by New when Options.State is nil
 
 	// Progressive disclosure; disclosure is nil when it is off.
 	disclosure                         *disclose.Server
@@ -306,7 +308,6 @@ func New(opts *Options) (*Gateway, error) {
 		pins:     map[string]pinned{},
 	}
 	g.setResolver(o.Resolver)
-	g.subs.init()
 	info := &mcp.Implementation{Name: o.Name, Version: o.Version}
 	set := &upstreamSet{byName: map[string]*member{}, specs: map[string]UpstreamSpec{}, multi: len(o.Upstreams) > 1}
 	for _, u := range o.Upstreams {
@@ -321,16 +322,12 @@ func New(opts *Options) (*Gateway, error) {
 	}
 	g.ups.Store(set)
 	g.state.Store(&snapshot{view: catalog.Build(nil, set.multi), set: set})
-	g.server = g.newServer(info)
 	st := o.State
 	if st == nil {
 		g.ownState = state.NewMemory(nil)
 		st = g.ownState
 	}
-	g.forward = bridge.New(&bridge.Options{Ring: o.Ring, Audience: o.Name, Parking: o.Parking, MaxRounds: o.MaxRounds, Logger: logger, Nonces: st.Nonces})
-	g.server.AddReceivingMiddleware(g.forward.TrackLogLevels)
-	auditOpts := &pipeline.AuditOptions{SensitiveArgs: o.AuditSensitiveArgs, Logger: logger}
-	stages := []pipeline.Stage{pipeline.Log(logger)}
+	var obs forward.RetryObserver
 	if o.Metrics == nil || !o.Metrics.Off {
 		var mo metrics.Options
 		if o.Metrics != nil {
@@ -338,48 +335,19 @@ func New(opts *Options) (*Gateway, error) {
 		}
 		g.metrics = metrics.New(&mo)
 		g.metrics.Upstreams(g.upstreamMetrics)
-		stages = append(stages, pipeline.Metrics(g.metrics))
-	}
-	stages = append(stages, pipeline.Route(g), g.hold())
-	if o.Auditor != nil {
-		stages = append(stages, pipeline.AuditRefused(o.Auditor, auditOpts))
-	}
-	if g.pinner != nil {
-		stages = append(stages, pipeline.Pin(g.pinner))
-	}
-	stages = append(stages, pipeline.Resolve(swapResolver{g}, logger))
-	if o.Decisions != nil {
-		d, err := pipeline.NewDecider(o.Decisions)
-		if err != nil {
-			g.closeState()
-			return nil, fmt.Errorf("gateway: decisions: %w", err)
-		}
-		stages = append(stages, pipeline.Decide(d))
-		stages = append(stages, pipeline.Ask(pipeline.AskOptions{Ring: o.Ring, Audience: o.Name, Nonces: st.Nonces,
-			TTL: o.ConfirmTTL, Wait: o.ConfirmWait, Resumer: g.forward, Logger: logger}))
-	}
-	if o.Approvals != nil {
-		stages = append(stages, pipeline.Approve(pipeline.ApproveOptions{Approvals: o.Approvals, PageURL: g.PageURL,
-			Ring: o.Ring, Audience: o.Name, Logger: logger}))
-	}
-	if o.Decisions != nil {
-		stages = append(stages, pipeline.Confirmed())
-	}
-	if o.Auditor != nil {
-		stages = append(stages, pipeline.Audit(o.Auditor, auditOpts))
-	}
-	if o.Redactor != nil {
-		stages = append(stages, pipeline.Redact(o.Redactor, &pipeline.RedactOptions{
-			Raw: func(b json.RawMessage) mcp.Result { return bridge.NewRaw(b) }, Logger: logger}))
-	}
-	var obs pipeline.RetryObserver
-	if g.metrics != nil {
 		obs = g.metrics
 	}
-	stages = append(stages, pipeline.Retry(o.Retry, obs))
+	g.forward = forward.New(&forward.Options{Ring: o.Ring, Audience: o.Name, Parking: o.Parking, MaxRounds: o.MaxRounds,
+		Logger: logger, Nonces: st.Nonces, Retry: o.Retry, RetryObserver: obs})
+	stages, err := g.newStages(st)
+	if err != nil {
+		g.closeState()
+		return nil, err
+	}
 	g.stages = stages
-	g.chain = pipeline.Chain(g.forward, stages...)
-	var err error
+	g.chain = call.Compile(g.forward.Finals(), stages...)
+	g.forward.SetAnswers(g.chain)
+	g.server = g.newServer(info)
 	if g.anonymous, err = auth.New(config.Auth{}, &auth.Options{Logger: logger}); err != nil {
 		g.closeState()
 		return nil, fmt.Errorf("gateway: %w", err)
@@ -389,6 +357,52 @@ func New(opts *Options) (*Gateway, error) {
 		return nil, err
 	}
 	return g, nil
+}
+
+// newStages returns the stages of the chain, outermost first: those whose
+// feature is on.
+func (g *Gateway) newStages(st *state.Store) ([]call.Stage, error) {
+	o := g.opts
+	logger := g.logger
+	auditOpts := stage.AuditOptions{SensitiveArgs: o.AuditSensitiveArgs, Logger: logger}
+	stages := []call.Stage{&stage.Log{Logger: logger}}
+	if g.metrics != nil {
+		stages = append(stages, &stage.Metrics{M: g.metrics})
+	}
+	stages = append(stages, &stage.Route{Dir: g}, &stage.Hold{Holder: g})
+	if o.Auditor != nil {
+		stages = append(stages, &stage.AuditRefused{Auditor: o.Auditor, Options: auditOpts})
+	}
+	if o.Disclosure != nil {
+		stages = append(stages, &stage.Disclose{Gate: g})
+	}
+	if g.pinner != nil {
+		stages = append(stages, &stage.Pin{Pins: g.pinner})
+	}
+	stages = append(stages, &stage.Resolve{Resolver: swapResolver{g}, Logger: logger})
+	if o.Decisions != nil {
+		d, err := stage.NewDecider(o.Decisions)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: decisions: %w", err)
+		}
+		stages = append(stages, &stage.Decide{Decider: d},
+			stage.NewAsk(stage.Ask{Ring: o.Ring, Audience: o.Name, Nonces: st.Nonces,
+				TTL: o.ConfirmTTL, Wait: o.ConfirmWait, Resumer: g.forward, Logger: logger}))
+	}
+	if o.Approvals != nil {
+		stages = append(stages, stage.NewApprove(stage.Approve{Approvals: o.Approvals, PageURL: g.PageURL,
+			Ring: o.Ring, Audience: o.Name, Logger: logger}))
+	}
+	if o.Decisions != nil {
+		stages = append(stages, &stage.Confirmed{})
+	}
+	if o.Auditor != nil {
+		stages = append(stages, &stage.Audit{Auditor: o.Auditor, Options: auditOpts})
+	}
+	if o.Redactor != nil {
+		stages = append(stages, &stage.Redact{Redactor: o.Redactor, Logger: logger})
+	}
+	return stages, nil
 }
 
 // closeState closes the state store New made.
@@ -441,13 +455,10 @@ func defaultVersion() string {
 	return "devel"
 }
 
-// Server returns the gateway's MCP server, to serve over any transport.
-func (g *Gateway) Server() *mcp.Server { return g.server }
-
-// View implements pipeline.Directory: the current aggregated catalog.
+// View implements stage.Directory: the current aggregated catalog.
 func (g *Gateway) View() *catalog.View { return g.state.Load().view }
 
-// Upstream implements pipeline.Directory: the upstream of that name in
+// Upstream implements stage.Directory: the upstream of that name in
 // the set the current catalog was built from.
 func (g *Gateway) Upstream(name string) (*upstream.Conn, bool) {
 	m, ok := g.state.Load().set.byName[name]

@@ -215,12 +215,12 @@ func TestPinStrictOnTheWire(t *testing.T) {
 	if texts, isErr := callTool(t, url, "read_file"); isErr[0] || isErr[1] || texts[0] != "contents" {
 		t.Errorf("read_file: %q %v", texts, isErr)
 	}
-	// tools/resolve of the quarantined tool is refused too (package
-	// resolve answers a resolver's refusal with its own message); of the
+	// tools/resolve of the quarantined tool is refused too, by the pin
+	// stage (-32603: clients fall back to the static annotations); of the
 	// other one it is answered.
 	ext := wiretest.Peer{URL: url, Version: modern, Capabilities: wiretest.WithExtension(preflight.ExtensionToolResolution)}
 	if r := ext.Call(t, "tools/resolve", map[string]any{"name": "delete_file", "arguments": map[string]any{"path": "a"}}); r.Error == nil ||
-		r.Error.Code != -32603 || !strings.Contains(r.Error.Message, `could not resolve tool "delete_file"`) {
+		r.Error.Code != -32603 || !strings.Contains(r.Error.Message, `"delete_file" of server "files" is quarantined`) {
 		t.Errorf("tools/resolve of a quarantined tool: %s", r.Raw)
 	}
 	if r := ext.Call(t, "tools/resolve", map[string]any{"name": "read_file", "arguments": map[string]any{"path": "a"}}); r.Error != nil {

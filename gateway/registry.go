@@ -14,8 +14,8 @@ import (
 	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/preflightmcp/preflight"
+	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/catalog"
-	"github.com/preflightmcp/preflight/gateway/internal/pipeline"
 	"github.com/preflightmcp/preflight/gateway/internal/rawjson"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 	"github.com/preflightmcp/preflight/hints"
@@ -413,33 +413,16 @@ func validHints(meta mcp.Meta) mcp.Meta {
 }
 
 // toolResolver is the resolver package resolve calls for tools/resolve:
-// it finds the aggregated tool and asks the gateway's Resolver.
+// the resolution the chain's resolve stage made for this very request
+// (route, hold, pin and resolve ran before; package resolve then checks
+// its bounds and encodes it in the shape the client asked for).
 func (g *Gateway) toolResolver() resolve.Resolver {
-	return resolve.ResolverFunc(func(ctx context.Context, call *resolve.Call) (resolve.Resolution, error) {
-		t, ok := g.View().Tool(call.Name)
-		if !ok {
-			return resolve.Resolution{}, fmt.Errorf("tool %q is no longer served", call.Name)
+	return resolve.ResolverFunc(func(ctx context.Context, rc *resolve.Call) (resolve.Resolution, error) {
+		c := call.FromContext(ctx)
+		if c == nil || c.Resolution == nil || c.Name != rc.Name {
+			return resolve.Resolution{}, fmt.Errorf("tools/resolve of %q did not come through the gateway's chain", rc.Name)
 		}
-		if g.pinner != nil {
-			// A quarantined tool's upstream is not asked about it either.
-			if err := g.pinner.Allowed(ctx, t.Upstream, t.Name); err != nil {
-				return resolve.Resolution{}, err
-			}
-		}
-		conn, _ := g.Upstream(t.Upstream)
-		raw, err := json.Marshal(call.Arguments)
-		if err != nil {
-			return resolve.Resolution{}, err
-		}
-		var principal string
-		if ti := call.Caller.TokenInfo; ti != nil {
-			principal = ti.UserID
-		}
-		r, err := g.resolver().Resolve(ctx, &pipeline.ResolveQuery{Tool: t, Arguments: call.Arguments, RawArguments: raw, Principal: principal, Upstream: conn})
-		if err != nil {
-			return resolve.Resolution{}, err
-		}
-		return *r.AsResolution(), nil
+		return *c.Resolution.AsResolution(), nil
 	})
 }
 

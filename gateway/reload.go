@@ -10,11 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/catalog"
-	"github.com/preflightmcp/preflight/gateway/internal/pipeline"
+	"github.com/preflightmcp/preflight/gateway/internal/stage"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 )
 
@@ -83,35 +83,25 @@ func (g *Gateway) member(c *upstream.Conn) *member {
 	return g.retiring[c]
 }
 
-// hold is the stage after route that counts the call on its upstream
-// until it ends, so that a reload stops a removed upstream only when its
-// calls in flight are done.
-func (g *Gateway) hold() pipeline.Stage {
-	return pipeline.Stage{Name: "hold", Wrap: func(next pipeline.Handler) pipeline.Handler {
-		return pipeline.HandlerFunc(func(ctx context.Context, c *pipeline.Call) (mcp.Result, error) {
-			if c.Upstream == nil {
-				return next.Serve(ctx, c)
-			}
-			m := g.member(c.Upstream)
-			if m == nil {
-				return next.Serve(ctx, c)
-			}
-			if !m.acquire() {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
-					Message: fmt.Sprintf("upstream %q was removed from the configuration; list again", c.Upstream.Name())}
-			}
-			defer m.release()
-			return next.Serve(ctx, c)
-		})
-	}}
+// Hold implements stage.Holder: it counts a call on the member whose
+// connection conn is, until release; false when the member was retired.
+func (g *Gateway) Hold(conn *upstream.Conn) (release func(), ok bool) {
+	m := g.member(conn)
+	if m == nil {
+		return func() {}, true
+	}
+	if !m.acquire() {
+		return nil, false
+	}
+	return m.release, true
 }
 
 // resolverBox holds the current resolver; Reload replaces it.
-type resolverBox struct{ r pipeline.Resolver }
+type resolverBox struct{ r stage.Resolver }
 
-func (g *Gateway) setResolver(r pipeline.Resolver) {
+func (g *Gateway) setResolver(r stage.Resolver) {
 	if r == nil {
-		r = pipeline.UpstreamOrStatic{Logger: g.logger}
+		r = stage.UpstreamOrStatic{Logger: g.logger}
 	}
 	if rr, ok := r.(*RulesResolver); ok && rr.gatewayLogs {
 		rr.logger, rr.gatewayLogs = g.logger, false
@@ -119,12 +109,12 @@ func (g *Gateway) setResolver(r pipeline.Resolver) {
 	g.resolvers.Store(&resolverBox{r})
 }
 
-func (g *Gateway) resolver() pipeline.Resolver { return g.resolvers.Load().r }
+func (g *Gateway) resolver() stage.Resolver { return g.resolvers.Load().r }
 
 // swapResolver is the resolve stage's resolver: the gateway's current one.
 type swapResolver struct{ g *Gateway }
 
-func (s swapResolver) Resolve(ctx context.Context, q *pipeline.ResolveQuery) (*pipeline.Resolution, error) {
+func (s swapResolver) Resolve(ctx context.Context, q *stage.ResolveQuery) (*call.Resolution, error) {
 	return s.g.resolver().Resolve(ctx, q)
 }
 

@@ -2,11 +2,11 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/preflightmcp/preflight/gateway/internal/pipeline"
+	"github.com/preflightmcp/preflight/gateway/internal/call"
+	"github.com/preflightmcp/preflight/gateway/internal/stage"
 )
 
 // BenchmarkReloadablePath measures what reloading costs every call: route's
@@ -20,12 +20,12 @@ func BenchmarkReloadablePath(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer g.Close()
-	final := pipeline.HandlerFunc(func(context.Context, *pipeline.Call) (mcp.Result, error) { return nil, nil })
-	h := pipeline.Chain(final, g.hold())
+	final := call.HandlerFunc(func(context.Context, *call.Call) (json.RawMessage, error) { return nil, nil })
+	h := call.Compile(map[string]call.Handler{call.ToolsCall: final}, &stage.Hold{Holder: g})
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
-		c := &pipeline.Call{}
+		c := &call.Call{Method: call.ToolsCall}
 		for pb.Next() {
 			conn, _ := g.Upstream("a")
 			c.Upstream = conn

@@ -26,7 +26,7 @@ import (
 	"github.com/preflightmcp/preflight"
 	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/gateway"
-	"github.com/preflightmcp/preflight/gateway/internal/pipeline"
+	"github.com/preflightmcp/preflight/gateway/internal/forward"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 	"github.com/preflightmcp/preflight/hints"
 	"github.com/preflightmcp/preflight/internal/wiretest"
@@ -129,7 +129,7 @@ type ledgerRig struct {
 	kills  int // processes killed so far
 }
 
-func newLedgerRig(t *testing.T, retry *pipeline.RetryPolicy) *ledgerRig {
+func newLedgerRig(t *testing.T, retry *forward.RetryPolicy) *ledgerRig {
 	t.Helper()
 	dir := t.TempDir()
 	sockDir, err := os.MkdirTemp("", "ledger")
@@ -225,7 +225,7 @@ func unknownOutcome(t *testing.T, resp *wiretest.Response, reason string) {
 		!strings.Contains(resp.Error.Message, "the outcome is unknown") {
 		t.Errorf("error: %s", resp.Raw)
 	}
-	if reason != pipeline.RetryAttempts && data.Retried != (reason == pipeline.RetryBudget && data.Attempts > 1) {
+	if reason != forward.RetryAttempts && data.Retried != (reason == forward.RetryBudget && data.Attempts > 1) {
 		t.Errorf("retried %v after %d attempts: %s", data.Retried, data.Attempts, resp.Raw)
 	}
 }
@@ -276,8 +276,8 @@ func TestRetryStdio(t *testing.T) {
 
 			// Not idempotent: not retried, outcome unknown.
 			for _, c := range []struct{ tool, action, reason string }{
-				{"ledger", "add", pipeline.RetryNotIdempotent},
-				{"static_set", "set", pipeline.RetryNotResolved},
+				{"ledger", "add", forward.RetryNotIdempotent},
+				{"static_set", "set", forward.RetryNotResolved},
 			} {
 				r.arm(t)
 				before := len(readLines(t, calls))
@@ -286,7 +286,7 @@ func TestRetryStdio(t *testing.T) {
 				n++
 				r.waitKilled(t)
 				unknownOutcome(t, resp, c.reason)
-				if c.reason == pipeline.RetryNotIdempotent && !strings.Contains(resp.Error.Message, "not idempotent (effect: write)") {
+				if c.reason == forward.RetryNotIdempotent && !strings.Contains(resp.Error.Message, "not idempotent (effect: write)") {
 					t.Errorf("message: %s", resp.Error.Message)
 				}
 				// The upstream comes back; the call was not sent again.
@@ -389,7 +389,7 @@ func value(m *dto.Metric) float64 {
 // test), the first idempotent call killed mid-call is retried, and the
 // second is not: the budget is spent, the client is told so.
 func TestRetryBudget(t *testing.T) {
-	r := newLedgerRig(t, &pipeline.RetryPolicy{Budget: 1, Refill: time.Hour})
+	r := newLedgerRig(t, &forward.RetryPolicy{Budget: 1, Refill: time.Hour})
 	p := wiretest.Stateless(r.url, nil)
 	r.arm(t)
 	if resp := p.Call(t, "tools/call", callArgs("ledger", "set", "k", 1)); resp.Error != nil {
@@ -400,7 +400,7 @@ func TestRetryBudget(t *testing.T) {
 	r.arm(t)
 	resp := p.Call(t, "tools/call", callArgs("ledger", "set", "k", 2))
 	r.waitKilled(t)
-	unknownOutcome(t, resp, pipeline.RetryBudget)
+	unknownOutcome(t, resp, forward.RetryBudget)
 	if !strings.Contains(resp.Error.Message, "retry budget") {
 		t.Errorf("message: %s", resp.Error.Message)
 	}
@@ -469,7 +469,7 @@ func TestRetryHTTP5xx(t *testing.T) {
 			f.armed.Store(1)
 			f.seen.Store(0)
 			resp = p.Call(t, "tools/call", callArgs("ledger", "add", "h", 1))
-			unknownOutcome(t, resp, pipeline.RetryNotIdempotent)
+			unknownOutcome(t, resp, forward.RetryNotIdempotent)
 			if !strings.Contains(resp.Error.Message, "HTTP 503") {
 				t.Errorf("message: %s", resp.Error.Message)
 			}
@@ -528,23 +528,38 @@ func TestMetricsOff(t *testing.T) {
 }
 
 // TestPassthroughCut: a 2026-07-28 client's call on the passthrough path
-// whose upstream answer ends after its first event (a log message, already
-// streamed to the client) and before the response cannot be retried, even
-// though it is idempotent: the client gets the log message, then an error
-// on the same stream saying the outcome is unknown and the call was not
-// retried, and the upstream got the request once.
+// whose upstream answer ends after its first event (a log message, relayed
+// to the client at once) and before the response. The result is never
+// streamed half (forwarders return it whole), so what decides a retry is
+// the call alone: an idempotent one is sent again and the client gets the
+// log message, then the retry's result; one that is not gets the log
+// message, then an error saying the outcome is unknown and the call was
+// not retried.
 func TestPassthroughCut(t *testing.T) {
 	f := &failing{next: endpoint.NewHandler(newLedger(t.TempDir(), nil), nil)}
 	_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{{Name: "led", URL: serveHTTP(t, f)}}})
-	f.cut.Store(true)
 	p := wiretest.Stateless(url, nil)
+	logged := func(r *wiretest.Response) bool {
+		return len(r.Before) == 1 && strings.Contains(string(r.Before[0]), `"data":"working"`)
+	}
+
+	f.cut.Store(true)
 	resp := p.Call(t, "tools/call", callArgs("ledger", "set", "c", 1))
-	if resp.Error == nil || !strings.Contains(resp.Error.Message, "the outcome is unknown") ||
-		!strings.Contains(string(resp.Error.Data), `"outcome":"unknown"`) || !strings.Contains(string(resp.Error.Data), `"retried":false`) {
-		t.Errorf("cut answer: %s", resp.Raw)
+	if resp.Error != nil || !strings.Contains(string(resp.Raw), "done") || !logged(resp) {
+		t.Errorf("cut answer of an idempotent call: %s, before it %q", resp.Raw, resp.Before)
 	}
 	if f.seen.Load() != 1 {
-		t.Errorf("the upstream got %d requests", f.seen.Load())
+		t.Errorf("the upstream cut %d requests", f.seen.Load())
+	}
+
+	f.cut.Store(true)
+	resp = p.Call(t, "tools/call", callArgs("ledger", "add", "d", 1))
+	if resp.Error == nil || !strings.Contains(resp.Error.Message, "the outcome is unknown") ||
+		!strings.Contains(string(resp.Error.Data), `"outcome":"unknown"`) || !strings.Contains(string(resp.Error.Data), `"retried":false`) || !logged(resp) {
+		t.Errorf("cut answer of a call that is not idempotent: %s, before it %q", resp.Raw, resp.Before)
+	}
+	if f.seen.Load() != 2 {
+		t.Errorf("the upstream cut %d requests, want 2 (the second call not retried)", f.seen.Load())
 	}
 }
 
@@ -582,7 +597,7 @@ func TestRetryTimeout(t *testing.T) {
 	}
 	arm()
 	resp := p.Call(t, "tools/call", callArgs("ledger", "add", "t", 1))
-	unknownOutcome(t, resp, pipeline.RetryNotIdempotent)
+	unknownOutcome(t, resp, forward.RetryNotIdempotent)
 	if !strings.Contains(resp.Error.Message, "did not answer in time") {
 		t.Errorf("message: %s", resp.Error.Message)
 	}

@@ -15,10 +15,11 @@ import (
 
 	"github.com/preflightmcp/preflight"
 	"github.com/preflightmcp/preflight/gateway/config"
+	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/catalog"
-	"github.com/preflightmcp/preflight/gateway/internal/pipeline"
 	"github.com/preflightmcp/preflight/gateway/internal/rules"
 	"github.com/preflightmcp/preflight/gateway/internal/rules/pack"
+	"github.com/preflightmcp/preflight/gateway/internal/stage"
 )
 
 // RulesOptions configure a [RulesResolver]. Nil means defaults.
@@ -33,7 +34,7 @@ type RulesOptions struct {
 	Logger *slog.Logger
 }
 
-// RulesResolver is a [pipeline.Resolver] backed by package rules: the
+// RulesResolver is a [stage.Resolver] backed by package rules: the
 // deployer's rules and overrides, the upstream's own tools/resolve within
 // its trust and static bounds, and the shipped rules pack. It keeps the
 // rules checked against each upstream's current tools.
@@ -284,10 +285,10 @@ func (r *RulesResolver) setTools(name string, l *catalog.Listing) {
 	}
 }
 
-// Resolve implements [pipeline.Resolver].
-func (r *RulesResolver) Resolve(ctx context.Context, q *pipeline.ResolveQuery) (*pipeline.Resolution, error) {
+// Resolve implements [stage.Resolver].
+func (r *RulesResolver) Resolve(ctx context.Context, q *stage.ResolveQuery) (*call.Resolution, error) {
 	if q.Tool == nil || q.Tool.Tool == nil {
-		return pipeline.Static(q.Tool), nil
+		return stage.Static(q.Tool), nil
 	}
 	rs := r.current()
 	var up rules.UpstreamResolver
@@ -313,7 +314,7 @@ func (r *RulesResolver) Resolve(ctx context.Context, q *pipeline.ResolveQuery) (
 	if res.Layer == rules.LayerRule {
 		source = "rules"
 	}
-	return &pipeline.Resolution{Resolution: res.Resolution(), Source: source}, nil
+	return &call.Resolution{Resolution: res.Resolution(), Source: source}, nil
 }
 
 func (r *RulesResolver) current() *rules.Rules {

@@ -72,7 +72,7 @@ func (g *Gateway) Health() Health {
 // anonymous authenticator, which answers loopback requests only). A
 // 2026-07-28 client that goes away cancels its call, down to the upstream.
 func (g *Gateway) Handler() http.Handler {
-	return g.authenticator().Middleware(g.passthrough(endpoint.NewHandler(g.server, &endpoint.Options{
+	return g.authenticator().Middleware(g.entry.Handler(endpoint.NewHandler(g.server, &endpoint.Options{
 		Logger:         quietlog.Warn(g.logger),
 		SessionTimeout: g.opts.SessionIdle,
 		Stateless:      &mcp.StreamableHTTPOptions{PropagateRequestCancellation: true},
@@ -184,9 +184,10 @@ func endStreamsOn(done context.Context, h http.Handler) http.Handler {
 
 // ServeStdio serves one client over in and out (newline-delimited
 // JSON-RPC, as a desktop client that starts the gateway as a process
-// expects) until ctx is done or the client goes away.
+// expects) until ctx is done or the client goes away. Every line is read
+// by the entry, as every HTTP request is.
 func (g *Gateway) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
-	err := g.server.Run(ctx, &mcp.IOTransport{Reader: in, Writer: out})
+	err := g.server.Run(ctx, g.entry.Stdio(in, out))
 	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return nil
 	}

@@ -16,18 +16,18 @@ import (
 
 	"github.com/preflightmcp/preflight"
 	"github.com/preflightmcp/preflight/gateway/internal/catalog"
-	"github.com/preflightmcp/preflight/gateway/internal/pipeline"
+	"github.com/preflightmcp/preflight/gateway/internal/entry"
 	"github.com/preflightmcp/preflight/gateway/internal/quietlog"
-	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 	"github.com/preflightmcp/preflight/resolve"
 )
 
-// newServer builds the SDK server clients talk to. The SDK serves the
-// protocol (both eras, sessions, headers, subscriptions, notifications);
-// the gateway's middleware, outermost, serves the four lists from the raw
-// catalog and sends tools/call, prompts/get and resources/read down the
-// call path. tools/resolve is package resolve's, over the tools the
-// gateway registers.
+// newServer builds the SDK server clients talk to, and the entry in front
+// of it. The SDK serves the protocol (both eras, sessions, headers,
+// subscriptions, notifications); the gateway's middleware, outermost,
+// serves the four lists from the raw catalog; the entry's, below it, sends
+// every forwarded method down the chain; tools/resolve is package
+// resolve's, over the tools the gateway mirrors, from the resolution the
+// chain made.
 func (g *Gateway) newServer(info *mcp.Implementation) *mcp.Server {
 	s := mcp.NewServer(info, &mcp.ServerOptions{
 		Instructions: g.opts.Instructions,
@@ -40,40 +40,48 @@ func (g *Gateway) newServer(info *mcp.Implementation) *mcp.Server {
 			Logging:     &mcp.LoggingCapabilities{},
 			Completions: &mcp.CompletionCapabilities{},
 		},
-		CompletionHandler:  g.complete,
-		SubscribeHandler:   g.subscribe,
-		UnsubscribeHandler: g.unsubscribe,
+		CompletionHandler: unreachableComplete,
+		SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
+			return g.entry.Subscribe(ctx, req)
+		},
+		UnsubscribeHandler: func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+			return g.entry.Unsubscribe(ctx, req)
+		},
 	})
+	g.entry = entry.New(entry.Options{Chain: g.chain, Server: s, Router: g, Logger: g.logger})
 	g.rs = resolve.NewServer(s, &resolve.ServerOptions{Logger: g.logger})
 	g.installDisclosure(s)
+	s.AddReceivingMiddleware(g.entry.Middleware, g.entry.TrackLogLevels)
 	s.AddReceivingMiddleware(g.middleware)
 	return s
 }
 
-// middleware serves the methods the gateway answers itself.
+// middleware serves the lists from the catalog; the rest goes to the
+// entry's middleware and the SDK below it.
 func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
 		case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
 			g.wantLazy()
 			return g.list(method, req)
-		case upstream.MethodCallTool, upstream.MethodGetPrompt, upstream.MethodReadResource:
-			if method == upstream.MethodReadResource && g.disclosureRead(req) {
-				return next(ctx, method, req)
-			}
-			if method == upstream.MethodCallTool {
-				if res, err, refused := g.gate(ctx, req, next); refused {
-					return res, err
-				}
-			}
-			c, err := callOf(method, req)
-			if err != nil {
-				return nil, err
-			}
-			return g.chain.Serve(ctx, c)
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// Direct implements entry.Router: a tools/call of a known tool that is not
+// under progressive disclosure is served without the SDK; a 2026-07-28
+// client's, only when the tool's upstream takes passed-through calls.
+func (g *Gateway) Direct(name string, modern bool) bool {
+	t, ok := g.View().Tool(name)
+	if !ok || g.discloses(t.Upstream) {
+		return false
+	}
+	if !modern {
+		return true
+	}
+	conn, ok := g.Upstream(t.Upstream)
+	return ok && conn.Passthrough()
 }
 
 // wantLazy connects lazy upstreams when a client first lists.
@@ -81,55 +89,6 @@ func (g *Gateway) wantLazy() {
 	for _, m := range g.ups.Load().members {
 		m.conn.Want()
 	}
-}
-
-// clientOf describes the client of a request.
-func clientOf(req mcp.Request) *pipeline.Client {
-	c := &pipeline.Client{Request: req}
-	if r, ok := req.(interface {
-		ProtocolVersion() string
-		ClientCapabilities() *mcp.ClientCapabilities
-	}); ok {
-		c.Version = r.ProtocolVersion()
-		c.Capabilities = r.ClientCapabilities()
-	}
-	c.Modern = c.Version >= preflight.ProtocolStateless
-	c.Session, _ = req.GetSession().(*mcp.ServerSession)
-	if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
-		c.Principal = extra.TokenInfo.UserID
-	}
-	return c
-}
-
-// callOf turns an SDK request into a pipeline call.
-func callOf(method string, req mcp.Request) (*pipeline.Call, error) {
-	c := &pipeline.Call{Method: method, Client: clientOf(req)}
-	switch p := req.GetParams().(type) {
-	case *mcp.CallToolParamsRaw:
-		if p == nil {
-			return nil, invalidParams("tools/call: missing params")
-		}
-		c.Name, c.Arguments, c.Meta, c.InputResponses, c.RequestState = p.Name, p.Arguments, p.Meta, p.InputResponses, p.RequestState
-		if len(c.Arguments) > 0 && string(c.Arguments) == "null" {
-			c.Arguments = nil
-		}
-	case *mcp.GetPromptParams:
-		if p == nil {
-			return nil, invalidParams("prompts/get: missing params")
-		}
-		c.Name, c.Meta, c.InputResponses, c.RequestState = p.Name, p.Meta, p.InputResponses, p.RequestState
-		if len(p.Arguments) > 0 {
-			c.Arguments, _ = json.Marshal(p.Arguments)
-		}
-	case *mcp.ReadResourceParams:
-		if p == nil {
-			return nil, invalidParams("resources/read: missing params")
-		}
-		c.Name, c.Meta, c.InputResponses, c.RequestState = p.URI, p.Meta, p.InputResponses, p.RequestState
-	default:
-		return nil, invalidParams("%s: unexpected params %T", method, p)
-	}
-	return c, nil
 }
 
 func invalidParams(format string, args ...any) error {
@@ -266,46 +225,12 @@ func declaresResolution(req mcp.Request) bool {
 	return ok
 }
 
-// complete routes completion/complete to the upstream of the prompt or
-// resource template it names.
-func (g *Gateway) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
-	p := *req.Params
-	ref := *p.Ref
-	p.Ref = &ref
-	v := g.View()
-	var up string
-	switch ref.Type {
-	case "ref/prompt":
-		pr, ok := v.Prompt(ref.Name)
-		if !ok {
-			return nil, invalidParams("unknown prompt %q", clip(ref.Name))
-		}
-		ref.Name, up = pr.Name, pr.Upstream
-	case "ref/resource":
-		if t, ok := v.TemplateByPattern(ref.URI); ok {
-			up = t.Upstream
-		} else if u, ok := v.ResourceUpstream(ref.URI); ok {
-			up = u
-		} else {
-			return nil, invalidParams("unknown resource %q", clip(ref.URI))
-		}
-	default:
-		return nil, invalidParams("unknown reference type %q", clip(ref.Type))
-	}
-	conn, _ := g.Upstream(up)
-	res, err := conn.Complete(ctx, &p)
-	if err != nil {
-		return nil, forwardError(conn, err)
-	}
-	return res, nil
+func unreachableComplete(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	return nil, errors.New("unreachable: the gateway serves completion/complete itself")
 }
 
-// forwardError passes an upstream's JSON-RPC error on, or names the
-// upstream.
-func forwardError(c *upstream.Conn, err error) error {
-	var we *jsonrpc.Error
-	if errors.As(err, &we) {
-		return &jsonrpc.Error{Code: we.Code, Message: we.Message, Data: we.Data}
-	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("upstream %q: %s", c.Name(), upstream.Sanitize(clip(err.Error())))}
+// resourceUpdated passes an upstream's resources/updated to the clients
+// subscribed to it (the SDK server knows who they are).
+func (g *Gateway) resourceUpdated(ctx context.Context, p *mcp.ResourceUpdatedNotificationParams) {
+	_ = g.server.ResourceUpdated(ctx, p)
 }

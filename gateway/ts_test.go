@@ -10,7 +10,7 @@ import (
 	"github.com/preflightmcp/preflight/examples/files/filetool"
 	"github.com/preflightmcp/preflight/examples/folders/foldertool"
 	"github.com/preflightmcp/preflight/gateway"
-	"github.com/preflightmcp/preflight/gateway/internal/pipeline"
+	"github.com/preflightmcp/preflight/gateway/internal/stage"
 	"github.com/preflightmcp/preflight/interop"
 )
 
@@ -86,7 +86,7 @@ func TestTypeScriptClientConfirms(t *testing.T) {
 			ss.Close()
 		}
 	})
-	_, url := startGateway(t, &gateway.Options{Decisions: &pipeline.DecideOptions{},
+	_, url := startGateway(t, &gateway.Options{Decisions: &stage.DecideOptions{},
 		Upstreams: []gateway.UpstreamSpec{{Name: "files", URL: serveEra(t, s, modern)}}})
 	for _, era := range []string{interop.EraModern, interop.EraLegacy} {
 		name := era + ".txt"

@@ -23,6 +23,9 @@ type Response struct {
 	Error  *Error          `json:"error"`
 	// Raw is the response as received.
 	Raw json.RawMessage `json:"-"`
+	// Before are the messages (notifications, requests) of an event
+	// stream that came before the response, as received.
+	Before []json.RawMessage `json:"-"`
 }
 
 // Error is a JSON-RPC error object.
@@ -137,7 +140,7 @@ func (p *Peer) PostRaw(t testing.TB, body []byte) (int, *Response) {
 	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
 		p.session = id
 	}
-	raw, err := readMessage(resp)
+	raw, before, err := readMessage(resp)
 	if err != nil {
 		t.Fatalf("POST %s: reading reply: %v", p.URL, err)
 	}
@@ -148,7 +151,7 @@ func (p *Peer) PostRaw(t testing.TB, body []byte) (int, *Response) {
 	if err := json.Unmarshal(raw, &r); err != nil {
 		t.Fatalf("POST %s: decoding %s: %v", p.URL, raw, err)
 	}
-	r.Raw = raw
+	r.Raw, r.Before = raw, before
 	return resp.StatusCode, &r
 }
 
@@ -219,9 +222,10 @@ func orEmpty(m map[string]any) map[string]any {
 
 // readMessage returns the first JSON-RPC response in a JSON or
 // event-stream reply, nil if there is none.
-func readMessage(resp *http.Response) (json.RawMessage, error) {
+func readMessage(resp *http.Response) (json.RawMessage, []json.RawMessage, error) {
 	ct := resp.Header.Get("Content-Type")
 	if strings.HasPrefix(ct, "text/event-stream") {
+		var before []json.RawMessage
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 		for sc.Scan() {
@@ -233,21 +237,22 @@ func readMessage(resp *http.Response) (json.RawMessage, error) {
 					Method string          `json:"method"`
 				}
 				if json.Unmarshal([]byte(data), &probe) == nil && probe.Method == "" && probe.ID != nil {
-					return json.RawMessage(data), nil
+					return json.RawMessage(data), before, nil
 				}
+				before = append(before, json.RawMessage(data))
 			}
 		}
-		return nil, sc.Err()
+		return nil, before, sc.Err()
 	}
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 || b[0] != '{' {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return b, nil
+	return b, nil, nil
 }
 
 // MustJSON returns v as indented JSON, for failure messages.

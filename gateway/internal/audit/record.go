@@ -49,12 +49,15 @@ const (
 	// OutcomeQuarantined: the tool's definition changed since it was
 	// pinned; the call was refused and not forwarded.
 	OutcomeQuarantined Outcome = "quarantined"
+	// OutcomeUndisclosed: the tool's description was not read first
+	// (progressive disclosure); the call was refused and not forwarded.
+	OutcomeUndisclosed Outcome = "undisclosed"
 )
 
 // Outcomes lists every outcome.
 func Outcomes() []Outcome {
 	return []Outcome{OutcomeOK, OutcomeToolError, OutcomeError, OutcomeInputRequired, OutcomeUnknown,
-		OutcomeDenied, OutcomeDeclined, OutcomeTimeout, OutcomeCancelled, OutcomeQuarantined}
+		OutcomeDenied, OutcomeDeclined, OutcomeTimeout, OutcomeCancelled, OutcomeQuarantined, OutcomeUndisclosed}
 }
 
 // Decisions lists every decision.

@@ -21,7 +21,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/examples/files/filetool"
 	"github.com/preflightmcp/preflight/examples/folders/foldertool"
 	"github.com/preflightmcp/preflight/gateway"
@@ -31,8 +30,8 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/page"
 	"github.com/preflightmcp/preflight/gateway/internal/pin"
 	"github.com/preflightmcp/preflight/gateway/internal/pin/sqlstore"
-	"github.com/preflightmcp/preflight/gateway/internal/pipeline"
 	"github.com/preflightmcp/preflight/gateway/internal/redact"
+	"github.com/preflightmcp/preflight/gateway/internal/stage"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 )
 
@@ -183,10 +182,10 @@ func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
 // returns (nil when there is none).
 func (c *serveCmd) start(opts *gateway.Options, logger *slog.Logger, addr string, cfg *config.Config) (*gateway.Gateway, *page.TokenLogin, error) {
 	if opts.Decisions == nil {
-		opts.Decisions = &pipeline.DecideOptions{}
+		opts.Decisions = &stage.DecideOptions{}
 	}
 	if c.dryRun {
-		opts.Decisions.Mode, opts.Decisions.Servers = pipeline.DryRun, nil
+		opts.Decisions.Mode, opts.Decisions.Servers = stage.DryRun, nil
 		logger.Info("decisions are recorded, not enforced (-dry-run)")
 	}
 	if opts.Version == "" {
@@ -226,7 +225,7 @@ func (c *serveCmd) serve(ctx context.Context, env *env, g *gateway.Gateway, logg
 	done := make(chan error, 1)
 	if c.stdio {
 		logger.Info("serving over stdio", "setup", s.setup)
-		go func() { done <- endpoint.ServeStdio(ctx, g.Server()) }()
+		go func() { done <- g.ServeStdio(ctx, os.Stdin, os.Stdout) }()
 	} else {
 		ln, err := net.Listen("tcp", s.addr)
 		if err != nil {

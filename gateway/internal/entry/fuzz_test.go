@@ -17,22 +17,22 @@ import (
 var seeds = []string{
 	modern,
 	benchCall,
-	call(`{"name":"f","arguments":{"action":"read"},"arguments":{"action":"delete"}}`),
-	call(`{"name":"f","arguments":{"action":"read"},"argum\u0065nts":{"action":"delete"}}`),
-	call(`{"name":"f","arguments":{"action":"delete","x":1,"action":"read"}}`),
-	call(`{"name":"f","arguments":{"action":"read"},"Arguments":{"action":"delete"}}`),
-	call(`{"name":"f","Arguments":{"action":"delete"}}`),
-	call(`{"name":"f","arguments":{"ops":[{"op":"read","op":"delete"}]}}`),
-	call(`{"name":"f","arguments":{"kind":1,"\u212aind":2,"ſ":3}}`),
-	call(`{"name":"\ud800"}`),
-	call(`{"name":"\ud83d\ude00","arguments":{"\u0061ction":"read","n":1.50}}`),
-	call(`{"name":"f","arguments":{"s":"a` + "\xff" + `"}}`),
-	call(`{"name":"f","arguments":{"a\u0000":1}}`),
-	call(`{"name":"f","arguments":{"n":1e400,"m":-1e-400,"k":1E+2,"z":-0}}`),
+	toolsCall(`{"name":"f","arguments":{"action":"read"},"arguments":{"action":"delete"}}`),
+	toolsCall(`{"name":"f","arguments":{"action":"read"},"argum\u0065nts":{"action":"delete"}}`),
+	toolsCall(`{"name":"f","arguments":{"action":"delete","x":1,"action":"read"}}`),
+	toolsCall(`{"name":"f","arguments":{"action":"read"},"Arguments":{"action":"delete"}}`),
+	toolsCall(`{"name":"f","Arguments":{"action":"delete"}}`),
+	toolsCall(`{"name":"f","arguments":{"ops":[{"op":"read","op":"delete"}]}}`),
+	toolsCall(`{"name":"f","arguments":{"kind":1,"\u212aind":2,"ſ":3}}`),
+	toolsCall(`{"name":"\ud800"}`),
+	toolsCall(`{"name":"\ud83d\ude00","arguments":{"\u0061ction":"read","n":1.50}}`),
+	toolsCall(`{"name":"f","arguments":{"s":"a` + "\xff" + `"}}`),
+	toolsCall(`{"name":"f","arguments":{"a\u0000":1}}`),
+	toolsCall(`{"name":"f","arguments":{"n":1e400,"m":-1e-400,"k":1E+2,"z":-0}}`),
 	nested(100),
 	nested(101),
-	call(`{"name":"f"}`) + "x",
-	`[` + call(`{}`) + `]`,
+	toolsCall(`{"name":"f"}`) + "x",
+	`[` + toolsCall(`{}`) + `]`,
 	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"},"params":{"name":"b"}}`,
 	`{"jsonrpc":"2.0","id":1,"method":"ping","Method":"tools/call"}`,
 	`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
@@ -40,7 +40,7 @@ var seeds = []string{
 	`{"jsonrpc":"2.0","id":null,"error":{"code":-1,"message":"no"}}`,
 	`{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"file:///x","_meta":null,"inputResponses":{}}}`,
 	`{"result":{"x":1},"id":"r","jsonrpc":"2\u002e0"}`,
-	call(`{"n\u0061me":"f","argum\u0065nts":{"a":1},"\u005fmeta":{"k":1},"requestStat\u0065":"s"}`),
+	toolsCall(`{"n\u0061me":"f","argum\u0065nts":{"a":1},"\u005fmeta":{"k":1},"requestStat\u0065":"s"}`),
 	`{"jsonr\u0070c":"2.0","\u0069d":1,"m\u0065thod":"tools/call","p\u0061rams":{"name":"f"}}`,
 	`{"jsonrpc":"2.0","id":"a\/b","method":"tools\/call","params":{"name":"x\"y","requestState":"s\n"}}`,
 }
@@ -275,7 +275,7 @@ func FuzzRequest(f *testing.F) {
 			idRaw, _ = json.Marshal(fmt.Sprint(id))
 		}
 		p := Params{Name: name, URI: uri, RequestState: state}
-		if m, err := Parse([]byte(call(`{"arguments":` + args + `,"_meta":` + meta + `}`))); err == nil {
+		if m, err := Parse([]byte(toolsCall(`{"arguments":` + args + `,"_meta":` + meta + `}`))); err == nil {
 			p.Arguments, _ = m.CanonicalArguments()
 			p.Meta = m.Meta
 		}

@@ -10,12 +10,15 @@ package entry
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 const (
@@ -1290,4 +1293,28 @@ func appendString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// ErrorResponse encodes a JSON-RPC error response to the request id (null
+// when empty): the code, message and data of a *jsonrpc.Error, else -32603.
+func ErrorResponse(id json.RawMessage, err error) []byte {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	type wireError struct {
+		Code    int64           `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data,omitempty"`
+	}
+	e := wireError{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	var je *jsonrpc.Error
+	if errors.As(err, &je) {
+		e = wireError{Code: je.Code, Message: je.Message, Data: je.Data}
+	}
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   wireError       `json:"error"`
+	}{"2.0", id, e})
+	return b
 }

@@ -12,8 +12,8 @@ import (
 	"unicode/utf8"
 )
 
-// call wraps params in a tools/call request.
-func call(params string) string {
+// toolsCall wraps params in a tools/call request.
+func toolsCall(params string) string {
 	return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + params + `}`
 }
 
@@ -21,7 +21,7 @@ func call(params string) string {
 func nested(depth int) string {
 	// The message, params and arguments objects are three levels.
 	inner := strings.Repeat("[", depth-3) + strings.Repeat("]", depth-3)
-	return call(`{"name":"f","arguments":{"a":` + inner + `}}`)
+	return toolsCall(`{"name":"f","arguments":{"a":` + inner + `}}`)
 }
 
 const modern = `{
@@ -51,39 +51,39 @@ func TestParse(t *testing.T) {
 		msg    string // a substring of the message, checked when not empty
 	}{
 		// Accepted.
-		{name: "tools/call", in: call(`{"name":"f","arguments":{"action":"read"}}`)},
+		{name: "tools/call", in: toolsCall(`{"name":"f","arguments":{"action":"read"}}`)},
 		{name: "modern with _meta", in: modern},
 		{name: "notification", in: `{"jsonrpc":"2.0","method":"notifications/initialized"}`},
 		{name: "response", in: `{"jsonrpc":"2.0","id":5,"result":{"content":[]}}`},
 		{name: "error response", in: `{"jsonrpc":"2.0","id":"a","error":{"code":-1,"message":"no"}}`},
 		{name: "response null id", in: `{"jsonrpc":"2.0","id":null,"error":{"code":-1,"message":"no"}}`},
-		{name: "surrogate pair", in: call(`{"name":"\ud83d\ude00","arguments":{"s":"\uD83D\uDE00"}}`)},
-		{name: "escaped key alone", in: call(`{"name":"f","argum\u0065nts":{"\u0061ction":"read"}}`)},
+		{name: "surrogate pair", in: toolsCall(`{"name":"\ud83d\ude00","arguments":{"s":"\uD83D\uDE00"}}`)},
+		{name: "escaped key alone", in: toolsCall(`{"name":"f","argum\u0065nts":{"\u0061ction":"read"}}`)},
 		{name: "depth 100", in: nested(100)},
-		{name: "small number", in: call(`{"name":"f","arguments":{"n":1e-400,"m":1.7976931348623157e308,"big":123456789012345678901234567890}}`)},
-		{name: "whitespace", in: " \t\r\n" + call(`{ "name" : "f" }`) + " \n"},
-		{name: "NUL in a value", in: call(`{"name":"f","arguments":{"s":"a\u0000b"}}`)},
+		{name: "small number", in: toolsCall(`{"name":"f","arguments":{"n":1e-400,"m":1.7976931348623157e308,"big":123456789012345678901234567890}}`)},
+		{name: "whitespace", in: " \t\r\n" + toolsCall(`{ "name" : "f" }`) + " \n"},
+		{name: "NUL in a value", in: toolsCall(`{"name":"f","arguments":{"s":"a\u0000b"}}`)},
 		{name: "params array", in: `{"jsonrpc":"2.0","id":1,"method":"m","params":[1,2]}`},
 		{name: "unknown member", in: `{"jsonrpc":"2.0","id":1,"method":"ping","x":{"y":1}}`},
-		{name: "distinct non-ASCII keys", in: call(`{"name":"f","arguments":{"é":1,"e":2,"É́":3}}`)},
+		{name: "distinct non-ASCII keys", in: toolsCall(`{"name":"f","arguments":{"é":1,"e":2,"É́":3}}`)},
 
 		// Not JSON.
 		{name: "empty", in: "", code: -32700},
-		{name: "trailing garbage", in: call(`{"name":"f"}`) + "x", code: -32700, msg: "data after the message"},
-		{name: "two values", in: call(`{}`) + call(`{}`), code: -32700},
-		{name: "raw control character", in: call(`{"name":"a` + "\n" + `"}`), code: -32700, msg: "control character"},
-		{name: "trailing comma", in: call(`{"name":"f",}`), code: -32700},
-		{name: "bad escape", in: call(`{"name":"\x"}`), code: -32700, msg: "invalid escape"},
-		{name: "short unicode escape", in: call(`{"name":"\u12"}`), code: -32700},
-		{name: "leading zero", in: call(`{"name":"f","arguments":{"n":01}}`), code: -32700},
-		{name: "bare dot", in: call(`{"name":"f","arguments":{"n":1.}}`), code: -32700},
+		{name: "trailing garbage", in: toolsCall(`{"name":"f"}`) + "x", code: -32700, msg: "data after the message"},
+		{name: "two values", in: toolsCall(`{}`) + toolsCall(`{}`), code: -32700},
+		{name: "raw control character", in: toolsCall(`{"name":"a` + "\n" + `"}`), code: -32700, msg: "control character"},
+		{name: "trailing comma", in: toolsCall(`{"name":"f",}`), code: -32700},
+		{name: "bad escape", in: toolsCall(`{"name":"\x"}`), code: -32700, msg: "invalid escape"},
+		{name: "short unicode escape", in: toolsCall(`{"name":"\u12"}`), code: -32700},
+		{name: "leading zero", in: toolsCall(`{"name":"f","arguments":{"n":01}}`), code: -32700},
+		{name: "bare dot", in: toolsCall(`{"name":"f","arguments":{"n":1.}}`), code: -32700},
 		{name: "unterminated", in: `{"jsonrpc":"2.0","id":1,"method":"x`, code: -32700},
-		{name: "BOM", in: "\ufeff" + call(`{}`), code: -32700},
+		{name: "BOM", in: "\ufeff" + toolsCall(`{}`), code: -32700},
 		{name: "single quotes", in: `{'jsonrpc':'2.0'}`, code: -32700},
-		{name: "NaN", in: call(`{"name":"f","arguments":{"n":NaN}}`), code: -32700},
+		{name: "NaN", in: toolsCall(`{"name":"f","arguments":{"n":NaN}}`), code: -32700},
 
 		// Not a JSON-RPC message.
-		{name: "batch", in: `[` + call(`{}`) + `]`, code: -32600, msg: "batches are not supported"},
+		{name: "batch", in: `[` + toolsCall(`{}`) + `]`, code: -32600, msg: "batches are not supported"},
 		{name: "empty batch", in: `[]`, code: -32600, msg: "batches"},
 		{name: "string", in: `"hello"`, code: -32600, msg: "must be a JSON object"},
 		{name: "no jsonrpc", in: `{"id":1,"method":"ping"}`, code: -32600, member: "jsonrpc"},
@@ -103,7 +103,7 @@ func TestParse(t *testing.T) {
 		{name: "result and error", in: `{"jsonrpc":"2.0","id":1,"result":{},"error":{}}`, code: -32600},
 		{name: "response without id", in: `{"jsonrpc":"2.0","result":{}}`, code: -32600, member: "id"},
 		{name: "params string", in: `{"jsonrpc":"2.0","id":1,"method":"ping","params":"x"}`, code: -32600, member: "params"},
-		{name: "too large", in: call(`{"name":"` + strings.Repeat("a", MaxBytes) + `"}`), code: -32600, msg: "larger than"},
+		{name: "too large", in: toolsCall(`{"name":"` + strings.Repeat("a", MaxBytes) + `"}`), code: -32600, msg: "larger than"},
 
 		// Ambiguous in the envelope.
 		{name: "repeated params", in: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"},"params":{"name":"b"}}`,
@@ -117,41 +117,41 @@ func TestParse(t *testing.T) {
 		{name: "lone surrogate in method", in: `{"jsonrpc":"2.0","id":1,"method":"\ud800"}`, code: -32600, member: "method"},
 
 		// Ambiguous inside params.
-		{name: "repeated arguments", in: call(`{"name":"f","arguments":{"action":"read"},"arguments":{"action":"delete"}}`),
+		{name: "repeated arguments", in: toolsCall(`{"name":"f","arguments":{"action":"read"},"arguments":{"action":"delete"}}`),
 			code: -32602, member: "params.arguments", msg: `repeated member "arguments" in params: a request must have one reading`},
-		{name: "escaped arguments key", in: call(`{"name":"f","arguments":{"action":"read"},"argum\u0065nts":{"action":"delete"}}`),
+		{name: "escaped arguments key", in: toolsCall(`{"name":"f","arguments":{"action":"read"},"argum\u0065nts":{"action":"delete"}}`),
 			code: -32602, member: "params.arguments", msg: `repeated member "arguments" in params`},
-		{name: "repeated name", in: call(`{"name":"read","name":"delete"}`), code: -32602, member: "params.name"},
-		{name: "Arguments beside arguments", in: call(`{"name":"f","arguments":{},"Arguments":{"action":"delete"}}`),
+		{name: "repeated name", in: toolsCall(`{"name":"read","name":"delete"}`), code: -32602, member: "params.name"},
+		{name: "Arguments beside arguments", in: toolsCall(`{"name":"f","arguments":{},"Arguments":{"action":"delete"}}`),
 			code: -32602, member: "params.arguments", msg: "differ only in case"},
-		{name: "Arguments alone", in: call(`{"name":"f","Arguments":{"action":"delete"}}`), code: -32602, member: "params.Arguments"},
-		{name: "NAME alone", in: call(`{"NAME":"f"}`), code: -32602, member: "params.NAME"},
-		{name: "Kelvin in a key", in: call(`{"name":"f","arguments":{"kind":1,"\u212aind":2}}`), code: -32602, msg: "differ only in case"},
-		{name: "repeated deep", in: call(`{"name":"f","arguments":{"action":"delete","x":1,"action":"read"}}`),
+		{name: "Arguments alone", in: toolsCall(`{"name":"f","Arguments":{"action":"delete"}}`), code: -32602, member: "params.Arguments"},
+		{name: "NAME alone", in: toolsCall(`{"NAME":"f"}`), code: -32602, member: "params.NAME"},
+		{name: "Kelvin in a key", in: toolsCall(`{"name":"f","arguments":{"kind":1,"\u212aind":2}}`), code: -32602, msg: "differ only in case"},
+		{name: "repeated deep", in: toolsCall(`{"name":"f","arguments":{"action":"delete","x":1,"action":"read"}}`),
 			code: -32602, member: "params.arguments.action", msg: `repeated member "action" in params.arguments`},
-		{name: "case fold deep", in: call(`{"name":"f","arguments":{"action":"read","Action":"delete"}}`),
+		{name: "case fold deep", in: toolsCall(`{"name":"f","arguments":{"action":"read","Action":"delete"}}`),
 			code: -32602, member: "params.arguments.action", msg: `params.arguments.action: keys "action" and "Action" differ only in case; rename one`},
-		{name: "in array of objects", in: call(`{"name":"f","arguments":{"ops":[{"a":1},{"op":"read","op":"delete"}]}}`),
+		{name: "in array of objects", in: toolsCall(`{"name":"f","arguments":{"ops":[{"a":1},{"op":"read","op":"delete"}]}}`),
 			code: -32602, member: "params.arguments.ops[1].op"},
-		{name: "escaped in array", in: call(`{"name":"f","arguments":{"ops":[[{"op":"read","\u006fp":"delete"}]]}}`),
+		{name: "escaped in array", in: toolsCall(`{"name":"f","arguments":{"ops":[[{"op":"read","\u006fp":"delete"}]]}}`),
 			code: -32602, member: "params.arguments.ops[0][0].op", msg: "escapes"},
-		{name: "repeated _meta member", in: call(`{"name":"f","_meta":{"progressToken":1,"progressToken":2}}`),
+		{name: "repeated _meta member", in: toolsCall(`{"name":"f","_meta":{"progressToken":1,"progressToken":2}}`),
 			code: -32602, member: "params._meta.progressToken"},
-		{name: "lone high surrogate", in: call(`{"name":"f","arguments":{"s":"\ud800"}}`), code: -32602, member: "params.arguments.s", msg: "surrogate"},
-		{name: "lone low surrogate", in: call(`{"name":"f","arguments":{"s":"\udc00x"}}`), code: -32602, msg: "surrogate"},
-		{name: "reversed pair", in: call(`{"name":"f","arguments":{"s":"\ude00\ud83d"}}`), code: -32602, msg: "surrogate"},
-		{name: "high then escape", in: call(`{"name":"f","arguments":{"s":"\ud83d\n"}}`), code: -32602, msg: "surrogate"},
-		{name: "lone surrogate in key", in: call(`{"name":"f","arguments":{"\ud800":1}}`), code: -32602, member: "params.arguments", msg: "key has"},
-		{name: "invalid UTF-8 value", in: call(`{"name":"f","arguments":{"s":"a` + "\xff" + `"}}`), code: -32602, member: "params.arguments.s", msg: "UTF-8"},
-		{name: "invalid UTF-8 key", in: call(`{"name":"f","arguments":{"a` + "\xc3" + `":1}}`), code: -32602, msg: "UTF-8"},
-		{name: "encoded surrogate", in: call(`{"name":"f","arguments":{"s":"` + "\xed\xa0\x80" + `"}}`), code: -32602, msg: "UTF-8"},
-		{name: "NUL key", in: call(`{"name":"f","arguments":{"a\u0000":1}}`), code: -32602, msg: "NUL"},
-		{name: "__proto__", in: call(`{"name":"f","arguments":{"x":[{"\u005f_proto__":{"action":"delete"}}]}}`), code: -32602, member: "params.arguments.x[0].__proto__"},
-		{name: "overflow", in: call(`{"name":"f","arguments":{"n":1e400}}`), code: -32602, member: "params.arguments.n", msg: "1e400"},
-		{name: "negative overflow", in: call(`{"name":"f","arguments":{"n":[-1.8e308]}}`), code: -32602, member: "params.arguments.n[0]"},
-		{name: "long overflow", in: call(`{"name":"f","arguments":{"n":1` + strings.Repeat("0", 309) + `}}`), code: -32602, msg: "…"},
+		{name: "lone high surrogate", in: toolsCall(`{"name":"f","arguments":{"s":"\ud800"}}`), code: -32602, member: "params.arguments.s", msg: "surrogate"},
+		{name: "lone low surrogate", in: toolsCall(`{"name":"f","arguments":{"s":"\udc00x"}}`), code: -32602, msg: "surrogate"},
+		{name: "reversed pair", in: toolsCall(`{"name":"f","arguments":{"s":"\ude00\ud83d"}}`), code: -32602, msg: "surrogate"},
+		{name: "high then escape", in: toolsCall(`{"name":"f","arguments":{"s":"\ud83d\n"}}`), code: -32602, msg: "surrogate"},
+		{name: "lone surrogate in key", in: toolsCall(`{"name":"f","arguments":{"\ud800":1}}`), code: -32602, member: "params.arguments", msg: "key has"},
+		{name: "invalid UTF-8 value", in: toolsCall(`{"name":"f","arguments":{"s":"a` + "\xff" + `"}}`), code: -32602, member: "params.arguments.s", msg: "UTF-8"},
+		{name: "invalid UTF-8 key", in: toolsCall(`{"name":"f","arguments":{"a` + "\xc3" + `":1}}`), code: -32602, msg: "UTF-8"},
+		{name: "encoded surrogate", in: toolsCall(`{"name":"f","arguments":{"s":"` + "\xed\xa0\x80" + `"}}`), code: -32602, msg: "UTF-8"},
+		{name: "NUL key", in: toolsCall(`{"name":"f","arguments":{"a\u0000":1}}`), code: -32602, msg: "NUL"},
+		{name: "__proto__", in: toolsCall(`{"name":"f","arguments":{"x":[{"\u005f_proto__":{"action":"delete"}}]}}`), code: -32602, member: "params.arguments.x[0].__proto__"},
+		{name: "overflow", in: toolsCall(`{"name":"f","arguments":{"n":1e400}}`), code: -32602, member: "params.arguments.n", msg: "1e400"},
+		{name: "negative overflow", in: toolsCall(`{"name":"f","arguments":{"n":[-1.8e308]}}`), code: -32602, member: "params.arguments.n[0]"},
+		{name: "long overflow", in: toolsCall(`{"name":"f","arguments":{"n":1` + strings.Repeat("0", 309) + `}}`), code: -32602, msg: "…"},
 		{name: "depth 101", in: nested(101), code: -32602, msg: "nesting deeper than 100"},
-		{name: "name not a string is kept out", in: call(`{"name":"\ud800"}`), code: -32602, member: "params.name"},
+		{name: "name not a string is kept out", in: toolsCall(`{"name":"\ud800"}`), code: -32602, member: "params.name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -238,7 +238,7 @@ func TestParseMembers(t *testing.T) {
 	if err != nil || m.Method != "" || string(m.Result) != `{"x":1}` || m.Error != nil || string(m.ID) != `"r"` {
 		t.Errorf("response = %+v, %v", m, err)
 	}
-	m, err = Parse([]byte(call(`{"name":"f","arguments":[1]}`)))
+	m, err = Parse([]byte(toolsCall(`{"name":"f","arguments":[1]}`)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,12 +280,12 @@ func TestClip(t *testing.T) {
 	ctl := strings.Repeat(`\u0001`, 100)
 	deep := strings.Repeat(`{"`+long+`":`, 97) + `{"a":1,"a":2}` + strings.Repeat("}", 97)
 	for _, in := range []string{
-		call(`{"name":"f","arguments":{"` + long + `":1,"` + long + `":2}}`),
-		call(`{"name":"f","arguments":{"` + ctl + `":1,"` + ctl + `":2}}`),
-		call(`{"name":"f","arguments":{"` + ctl + `x":1,"` + ctl + `X":2}}`),
-		call(`{"name":"f","arguments":` + deep + `}`),
-		call(`{"name":"f","arguments":{"n":-` + strings.Repeat("9", 500) + `}}`),
-		call(`{"name":"f","arguments":{"` + long + `":` + strings.Repeat("[", 200) + `}}`),
+		toolsCall(`{"name":"f","arguments":{"` + long + `":1,"` + long + `":2}}`),
+		toolsCall(`{"name":"f","arguments":{"` + ctl + `":1,"` + ctl + `":2}}`),
+		toolsCall(`{"name":"f","arguments":{"` + ctl + `x":1,"` + ctl + `X":2}}`),
+		toolsCall(`{"name":"f","arguments":` + deep + `}`),
+		toolsCall(`{"name":"f","arguments":{"n":-` + strings.Repeat("9", 500) + `}}`),
+		toolsCall(`{"name":"f","arguments":{"` + long + `":` + strings.Repeat("[", 200) + `}}`),
 	} {
 		_, err := Parse([]byte(in))
 		var e *Error
@@ -313,7 +313,7 @@ func TestCanonicalArguments(t *testing.T) {
 		{`{"name":"f"}`, ``},
 	}
 	for _, tt := range tests {
-		m, err := Parse([]byte(call(tt.params)))
+		m, err := Parse([]byte(toolsCall(tt.params)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -416,11 +416,11 @@ func TestFoldMap(t *testing.T) {
 		keys = append(keys, `"k`+string(rune('a'+i%26))+strings.Repeat("x", i/26)+`":1`)
 	}
 	obj := "{" + strings.Join(keys, ",") + "}"
-	if _, err := Parse([]byte(call(`{"name":"f","arguments":` + obj + `}`))); err != nil {
+	if _, err := Parse([]byte(toolsCall(`{"name":"f","arguments":` + obj + `}`))); err != nil {
 		t.Fatalf("40 distinct keys: %v", err)
 	}
 	for _, extra := range []string{`"kc":2`, `"KC":2`, `"k\u0063":2`, `"\u212ac":2`, `"kſ":1,"KS":2`} {
-		in := call(`{"name":"f","arguments":{"o":[` + obj[:len(obj)-1] + "," + extra + `}]}}`)
+		in := toolsCall(`{"name":"f","arguments":{"o":[` + obj[:len(obj)-1] + "," + extra + `}]}}`)
 		_, err := Parse([]byte(in))
 		var e *Error
 		if !errors.As(err, &e) || e.Code != -32602 || !strings.HasPrefix(e.Member, "params.arguments.o[0].") {
@@ -428,7 +428,7 @@ func TestFoldMap(t *testing.T) {
 		}
 	}
 	// Sibling objects reuse the map.
-	if _, err := Parse([]byte(call(`{"name":"f","arguments":[` + obj + "," + obj + `]}`))); err != nil {
+	if _, err := Parse([]byte(toolsCall(`{"name":"f","arguments":[` + obj + "," + obj + `]}`))); err != nil {
 		t.Errorf("two large siblings: %v", err)
 	}
 }

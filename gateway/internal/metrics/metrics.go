@@ -104,10 +104,10 @@ type Call struct {
 
 // Bounded label values; anything else is "other".
 var (
-	methods   = set("tools/call", "prompts/get", "resources/read")
+	methods   = set("tools/call", "tools/resolve", "prompts/get", "resources/read", "completion/complete", "resources/subscribe", "resources/unsubscribe", "answer")
 	effects   = set("read", "write", "delete", "external", "unknown", "none")
 	decisions = set("allow", "confirm", "deny", "none")
-	outcomes  = set("ok", "tool_error", "input_required", "declined", "cancelled", "timeout", "denied", "quarantined", "unknown", "error")
+	outcomes  = set("ok", "tool_error", "input_required", "declined", "cancelled", "timeout", "denied", "quarantined", "undisclosed", "unknown", "error")
 	results   = set("asked", "approved", "declined", "cancelled", "timeout")
 	confirmBy = set("client", "page", "")
 	failures  = set("down", "connection_lost", "exited", "timeout", "http_5xx")

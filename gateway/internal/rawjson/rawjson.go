@@ -38,6 +38,11 @@ func Members(obj []byte) ([]Member, error) {
 	return out, err
 }
 
+// IsObject reports whether obj is shaped like a JSON object.
+func IsObject(obj []byte) bool {
+	return scan(obj, func([]byte, bool, int, int, int, int) bool { return true }) == nil
+}
+
 // Get returns the value of the first member named key, and whether there is
 // one.
 func Get(obj []byte, key string) (json.RawMessage, bool, error) {

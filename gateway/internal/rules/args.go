@@ -39,6 +39,18 @@ func (r *Rules) decode(raw json.RawMessage) (map[string]any, error) {
 	return args, nil
 }
 
+// bounded checks arguments decoded already (by the gateway's entry, which
+// refuses repeated keys) against the size and nesting the rules read.
+func (r *Rules) bounded(raw json.RawMessage) error {
+	if len(raw) > r.maxArgs {
+		return fmt.Errorf("the arguments are %d bytes, more than the %d the rules read; resolved to the static declaration", len(raw), r.maxArgs)
+	}
+	if _, depth := scanKeys(raw); depth > maxDepth {
+		return fmt.Errorf("the arguments nest %d levels deep, more than the %d the rules read; resolved to the static declaration", depth, maxDepth)
+	}
+	return nil
+}
+
 // scanKeys counts the members of every object in raw, which must be valid
 // JSON, and measures its nesting, stopping once it passes maxDepth.
 // Compared with the members the decoder kept, the count reveals a repeated

@@ -138,3 +138,13 @@ func DecodeArguments(raw json.RawMessage, maxBytes int) (map[string]any, error) 
 	}
 	return (&Rules{maxArgs: maxBytes}).decode(raw)
 }
+
+// CheckArguments checks arguments decoded already, by a reader that refuses
+// repeated keys, against the limits the rules read within: at most
+// maxBytes (zero means [DefaultMaxArgumentBytes]) and bounded nesting.
+func CheckArguments(raw json.RawMessage, maxBytes int) error {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxArgumentBytes
+	}
+	return (&Rules{maxArgs: maxBytes}).bounded(raw)
+}

@@ -346,8 +346,10 @@ type Call struct {
 	// empty or null means none). They are decoded only when a rule reads
 	// them or the upstream is asked.
 	Arguments json.RawMessage
-	// Args are the arguments already decoded; when non-nil they are used
-	// instead of Arguments. They are not modified.
+	// Args are the arguments already decoded, by a reader that refuses
+	// repeated keys (the gateway's entry); when non-nil they are used
+	// instead of decoding Arguments, which are still held to the size and
+	// nesting limits. They are not modified.
 	Args map[string]any
 	// Principal identifies the caller ("" when unauthenticated).
 	Principal string
@@ -456,9 +458,14 @@ func (r *Rules) Resolve(ctx context.Context, call Call, upstream UpstreamResolve
 		return b.static, nil
 	}
 	args := call.Args
-	if args == nil && (b.readsArgs || upstream != nil) {
+	if b.readsArgs || upstream != nil {
 		var err error
-		if args, err = r.decode(call.Arguments); err != nil {
+		if args == nil {
+			args, err = r.decode(call.Arguments)
+		} else {
+			err = r.bounded(call.Arguments)
+		}
+		if err != nil {
 			if errors.Is(err, ErrInvalidArguments) {
 				return Result{}, err
 			}

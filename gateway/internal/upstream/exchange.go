@@ -320,6 +320,55 @@ func methodOf(ir mcp.InputRequest) string {
 	return ""
 }
 
+// DecodeQuestion decodes the params of a question of method into the SDK's
+// type of them.
+func DecodeQuestion(method string, params json.RawMessage) (mcp.InputRequest, error) {
+	var q mcp.InputRequest
+	switch method {
+	case MethodElicit:
+		q = &mcp.ElicitParams{}
+	case MethodCreateMessage:
+		if _, ok, _ := rawjson.Get(params, "tools"); ok {
+			q = &mcp.CreateMessageWithToolsParams{}
+		} else {
+			q = &mcp.CreateMessageParams{}
+		}
+	case MethodListRoots:
+		q = &mcp.ListRootsParams{}
+		if len(params) == 0 {
+			return q, nil
+		}
+	default:
+		return nil, fmt.Errorf("unknown question %q", method)
+	}
+	if err := json.Unmarshal(params, q); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// DecodeAnswer decodes a client's answer to the question q into the SDK's
+// type of it.
+func DecodeAnswer(q mcp.InputRequest, raw json.RawMessage) (mcp.InputResponse, error) {
+	var r mcp.InputResponse
+	switch q.(type) {
+	case *mcp.ElicitParams:
+		r = &mcp.ElicitResult{}
+	case *mcp.CreateMessageWithToolsParams:
+		r = &mcp.CreateMessageWithToolsResult{}
+	case *mcp.CreateMessageParams:
+		r = &mcp.CreateMessageResult{}
+	case *mcp.ListRootsParams:
+		r = &mcp.ListRootsResult{}
+	default:
+		return nil, fmt.Errorf("unknown question %T", q)
+	}
+	if err := json.Unmarshal(raw, r); err != nil {
+		return nil, fmt.Errorf("the answer is malformed: %w", err)
+	}
+	return r, nil
+}
+
 func encodeQuestion(method string, params any) json.RawMessage {
 	b, _ := json.Marshal(struct {
 		Method string `json:"method"`

@@ -1,0 +1,104 @@
+package stage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/preflightmcp/preflight/gateway/internal/call"
+	"github.com/preflightmcp/preflight/gateway/internal/upstream"
+)
+
+// Log writes one record per call when it ends: the method, the upstream,
+// the tool (or prompt, or resource), both eras, the latency, the outcome,
+// the resolution and the decision.
+type Log struct {
+	Logger *slog.Logger
+}
+
+// Name implements call.Stage.
+func (*Log) Name() string { return "log" }
+
+// Serve implements call.Stage.
+func (l *Log) Serve(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
+	start := time.Now()
+	res, err := next.Serve(ctx, c)
+	outcome := c.Outcome
+	level := slog.LevelInfo
+	attrs := make([]slog.Attr, 0, 12)
+	attrs = append(attrs, slog.String("method", c.Method))
+	if c.Upstream != nil {
+		attrs = append(attrs, slog.String("server", c.Upstream.Name()))
+	}
+	attrs = append(attrs, slog.String(targetKey(c.Method), clip(c.Name)))
+	if c.Target != "" && c.Target != c.Name {
+		attrs = append(attrs, slog.String("upstreamName", clip(c.Target)))
+	}
+	attrs = append(attrs, slog.String("era", c.Client.Version))
+	if c.UpstreamEra != "" {
+		attrs = append(attrs, slog.String("upstreamEra", c.UpstreamEra))
+	}
+	attrs = append(attrs, slog.Float64("latencyMs", float64(time.Since(start).Microseconds())/1000))
+	if err != nil {
+		level = slog.LevelWarn
+		if outcome == "" {
+			outcome = "error"
+		}
+		var we *jsonrpc.Error
+		if errors.As(err, &we) {
+			attrs = append(attrs, slog.Int64("code", we.Code))
+		}
+		attrs = append(attrs, slog.String("error", upstream.Sanitize(clip(err.Error()))))
+	}
+	if outcome == "" {
+		outcome = "ok"
+	}
+	attrs = append(attrs, slog.String("outcome", outcome))
+	if r := c.Resolution; r != nil {
+		attrs = append(attrs, slog.Group("resolution", "source", r.Source,
+			"readOnly", r.Annotations.ReadOnlyHint, "destructive", r.Annotations.DestructiveHint))
+	}
+	attrs = logDecision(attrs, c)
+	l.Logger.LogAttrs(ctx, level, "call", attrs...)
+	return res, err
+}
+
+// logDecision adds the call's decision to a log record.
+func logDecision(attrs []slog.Attr, c *call.Call) []slog.Attr {
+	d := c.Decision
+	if d == nil {
+		return attrs
+	}
+	g := []any{"verdict", string(d.Verdict), "reason", d.Reason}
+	if d.Rule != "" {
+		g = append(g, "rule", d.Rule)
+	}
+	if d.DryRun {
+		g = append(g, "dryRun", true)
+	}
+	if d.OutOfBand {
+		g = append(g, "outOfBand", true)
+	}
+	if cf := c.Confirmation; cf != nil {
+		g = append(g, "confirmedBy", cf.By)
+	}
+	return append(attrs, slog.Group("decision", g...))
+}
+
+func targetKey(method string) string {
+	switch method {
+	case call.PromptsGet:
+		return "prompt"
+	case call.ResourcesRead, call.Subscribe, call.Unsubscribe:
+		return "uri"
+	case call.Complete:
+		return "ref"
+	case call.Answer:
+		return "question"
+	}
+	return "tool"
+}
