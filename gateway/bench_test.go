@@ -119,12 +119,19 @@ func BenchmarkGatewayCallPinned(b *testing.B) {
 	}
 }
 
-// noopCall is the call the benchmarks make unless they say otherwise.
-var noopCall = &mcp.CallToolParams{Name: "noop", Arguments: map[string]any{"n": 1}}
+// noopCall makes the call the benchmarks make unless they say otherwise:
+// a params value per call, since the SDK's client writes the request's
+// _meta into the params it is given.
+func noopCall() *mcp.CallToolParams { return benchCall("noop") }
+
+// benchCall returns a fresh call of tool.
+func benchCall(tool string) *mcp.CallToolParams {
+	return &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"n": 1}}
+}
 
 // benchPaths runs b.N calls (params) on each path with clients concurrent
 // sessions per path; names name the two paths in the metrics.
-func benchPaths(b *testing.B, era string, clients int, direct, gw string, names [2]string, params *mcp.CallToolParams) {
+func benchPaths(b *testing.B, era string, clients int, direct, gw string, names [2]string, params func() *mcp.CallToolParams) {
 	sessions := func(url string) []*mcp.ClientSession {
 		var out []*mcp.ClientSession
 		for range clients {
@@ -146,7 +153,7 @@ func benchPaths(b *testing.B, era string, clients int, direct, gw string, names 
 	// Warm both paths (connections, caches) before measuring.
 	for _, ss := range paths {
 		for _, cs := range ss {
-			if _, err := cs.CallTool(context.Background(), params); err != nil {
+			if _, err := cs.CallTool(context.Background(), params()); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -171,7 +178,7 @@ func benchPaths(b *testing.B, era string, clients int, direct, gw string, names 
 					local := make([]time.Duration, 0, calls)
 					for range calls {
 						t0 := time.Now()
-						if _, err := cs.CallTool(context.Background(), params); err != nil {
+						if _, err := cs.CallTool(context.Background(), params()); err != nil {
 							b.Error(err)
 							return
 						}
@@ -299,7 +306,7 @@ func BenchmarkGatewayLayers(b *testing.B) {
 					_, gw := startGateway(b, opts)
 					for _, tool := range []string{"issue", "erase"} {
 						b.Run("tool="+tool, func(b *testing.B) {
-							benchPaths(b, era, 1, up, gw, [2]string{"direct", "gateway"}, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"n": 1}})
+							benchPaths(b, era, 1, up, gw, [2]string{"direct", "gateway"}, func() *mcp.CallToolParams { return benchCall(tool) })
 						})
 					}
 				})
