@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -24,6 +25,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/auth"
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/page"
+	"github.com/preflightmcp/preflight/gateway/internal/stage"
 	"github.com/preflightmcp/preflight/hints"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
@@ -100,10 +102,13 @@ type approvalGateway struct {
 }
 
 type approvalSetup struct {
-	auth     *auth.Authenticator
-	identity *page.Identity // who signs in with the login link; nil: the operator
-	admins   []string
-	bearer   string // the upstream's own token, through BearerTokenEnv
+	// decisions: the gateway's own decide, ask and confirmed stages, as
+	// preflight serve runs them, instead of confirmDeletes.
+	decisions bool
+	auth      *auth.Authenticator
+	identity  *page.Identity // who signs in with the login link; nil: the operator
+	admins    []string
+	bearer    string // the upstream's own token, through BearerTokenEnv
 }
 
 func newApprovalGateway(t *testing.T, s approvalSetup) *approvalGateway {
@@ -125,11 +130,14 @@ func newApprovalGateway(t *testing.T, s approvalSetup) *approvalGateway {
 		Approvals: ag.approvals,
 		Page:      &gateway.Page{Login: ag.login},
 		Auth:      s.auth,
+		Decisions: decisionsIf(s.decisions),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gateway.InsertStage(g, "approve", confirmDeletes{})
+	if !s.decisions {
+		gateway.InsertStage(g, "approve", confirmDeletes{})
+	}
 	g.Start()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -264,7 +272,24 @@ func TestApprovalRetryOnTheWire(t *testing.T) {
 // the same state presented again does not run it twice. A decline runs
 // nothing.
 func TestApprovalURLElicitationModern(t *testing.T) {
-	ag := newApprovalGateway(t, approvalSetup{})
+	for _, decisions := range []bool{false, true} {
+		t.Run(fmt.Sprintf("decisions=%v", decisions), func(t *testing.T) { testApprovalURLElicitationModern(t, decisions) })
+	}
+}
+
+// decisionsIf returns the gateway's default decisions, or none.
+func decisionsIf(on bool) *stage.DecideOptions {
+	if on {
+		return &stage.DecideOptions{}
+	}
+	return nil
+}
+
+// testApprovalURLElicitationModern: with decisions on, the ask stage (which
+// opens every retry's requestState first) and the forwarder leave the
+// approve stage's state to it.
+func testApprovalURLElicitationModern(t *testing.T, decisions bool) {
+	ag := newApprovalGateway(t, approvalSetup{decisions: decisions})
 	peer := wiretest.Stateless(ag.url, map[string]any{"elicitation": map[string]any{"url": map[string]any{}}})
 	first := peer.Call(t, "tools/call", deleteNotes)
 	if first.Error != nil || first.Result["resultType"] != "input_required" {

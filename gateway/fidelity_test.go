@@ -254,3 +254,51 @@ func TestPassthrough(t *testing.T) {
 		t.Errorf("the client's credentials reached the upstream: %v", hs)
 	}
 }
+
+// TestEmptyLists: with nothing to list, every list is an empty array,
+// never null, in both eras (TypeScript clients refuse null), and an
+// upstream that lists nothing as null (as gateways of before did) is read
+// as listing nothing, its tools still served.
+func TestEmptyLists(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "nulls", Version: "1"}, &mcp.ServerOptions{
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Prompts: &mcp.PromptCapabilities{}, Resources: &mcp.ResourceCapabilities{}}})
+	s.AddTool(&mcp.Tool{Name: "only", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch method {
+			case "prompts/list":
+				return &promptsNull{ListPromptsResult: &mcp.ListPromptsResult{}}, nil
+			case "resources/list":
+				return &resourcesNull{ListResourcesResult: &mcp.ListResourcesResult{}}, nil
+			}
+			return next(ctx, method, req)
+		}
+	})
+	_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{{Name: "nulls", URL: serveHTTP(t, endpoint.NewHandler(s, nil))}}})
+	for _, p := range []*wiretest.Peer{wiretest.Stateless(url, nil), wiretest.Legacy(url, nil)} {
+		for method, field := range map[string]string{"prompts/list": "prompts", "resources/list": "resources", "resources/templates/list": "resourceTemplates"} {
+			r := p.Call(t, method, nil)
+			if r.Error != nil || !strings.Contains(string(r.Raw), `"`+field+`":[]`) {
+				t.Errorf("%s %s: %s", p.Version, method, r.Raw)
+			}
+		}
+		if r := p.Call(t, "tools/list", nil); r.Error != nil || !strings.Contains(string(r.Raw), `"name":"only"`) {
+			t.Errorf("%s tools/list of an upstream that lists nothing as null: %s", p.Version, r.Raw)
+		}
+		p.Close()
+	}
+}
+
+// promptsNull and resourcesNull list nothing as null.
+type (
+	promptsNull struct {
+		*mcp.ListPromptsResult
+		Prompts []json.RawMessage `json:"prompts"`
+	}
+	resourcesNull struct {
+		*mcp.ListResourcesResult
+		Resources []json.RawMessage `json:"resources"`
+	}
+)

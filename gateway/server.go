@@ -164,22 +164,32 @@ func (g *Gateway) list(method string, req mcp.Request) (mcp.Result, error) {
 	switch method {
 	case "tools/list":
 		marked := declaresResolution(req)
-		items := make([]json.RawMessage, 0, to-from)
+		tools := make([]json.RawMessage, 0, to-from)
 		for _, t := range snap.tools[from:to] {
 			if marked {
-				items = append(items, t.marked)
+				tools = append(tools, t.marked)
 			} else {
-				items = append(items, t.plain)
+				tools = append(tools, t.plain)
 			}
 		}
-		return &toolsPage{ListToolsResult: &mcp.ListToolsResult{NextCursor: next, Cacheable: cacheable(v.ToolsCache)}, Tools: items}, nil
+		return &toolsPage{ListToolsResult: &mcp.ListToolsResult{NextCursor: next, Cacheable: cacheable(v.ToolsCache)}, Tools: tools}, nil
 	case "prompts/list":
-		return &promptsPage{ListPromptsResult: &mcp.ListPromptsResult{NextCursor: next, Cacheable: cacheable(v.PromptsCache)}, Prompts: snap.prompts[from:to:to]}, nil
+		return &promptsPage{ListPromptsResult: &mcp.ListPromptsResult{NextCursor: next, Cacheable: cacheable(v.PromptsCache)}, Prompts: items(snap.prompts[from:to:to])}, nil
 	case "resources/list":
-		return &resourcesPage{ListResourcesResult: &mcp.ListResourcesResult{NextCursor: next, Cacheable: cacheable(v.ResourcesCache)}, Resources: snap.resources[from:to:to]}, nil
+		return &resourcesPage{ListResourcesResult: &mcp.ListResourcesResult{NextCursor: next, Cacheable: cacheable(v.ResourcesCache)}, Resources: items(snap.resources[from:to:to])}, nil
 	default:
-		return &templatesPage{ListResourceTemplatesResult: &mcp.ListResourceTemplatesResult{NextCursor: next, Cacheable: cacheable(v.TemplatesCache)}, ResourceTemplates: snap.templates[from:to:to]}, nil
+		return &templatesPage{ListResourceTemplatesResult: &mcp.ListResourceTemplatesResult{NextCursor: next, Cacheable: cacheable(v.TemplatesCache)}, ResourceTemplates: items(snap.templates[from:to:to])}, nil
 	}
+}
+
+// items returns a page's items, empty rather than nil: a list result is
+// always an array, [] when there is nothing to list (clients that
+// validate results refuse null).
+func items(page []json.RawMessage) []json.RawMessage {
+	if page == nil {
+		return []json.RawMessage{}
+	}
+	return page
 }
 
 // page returns the bounds of the page at cursor and the next cursor. A

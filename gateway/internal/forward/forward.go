@@ -229,21 +229,31 @@ func (f *Forward) binding(c *call.Call) (requeststate.Binding, error) {
 	return b, nil
 }
 
-// open opens the requestState of a client's retry.
+// open opens the requestState of a client's retry, for the client: an
+// error is the one answer every refusal gets.
 func (f *Forward) open(c *call.Call) (*statePayload, error) {
-	b, err := f.binding(c)
-	if err != nil {
-		return nil, requeststate.WireError(&requeststate.Error{Reason: requeststate.ReasonArguments, Detail: err.Error()})
-	}
-	raw, err := f.ring.Open(c.RequestState, b)
+	p, err := f.opened(c)
 	if err != nil {
 		f.logger.Warn("requestState refused", "reason", requeststate.ReasonOf(err), "tool", c.Name, "error", err)
 		return nil, requeststate.WireError(err)
 	}
+	return p, nil
+}
+
+// opened opens the requestState of a retry as the forwarder's own; an
+// error says why it is not (requeststate.ReasonOf).
+func (f *Forward) opened(c *call.Call) (*statePayload, error) {
+	b, err := f.binding(c)
+	if err != nil {
+		return nil, &requeststate.Error{Reason: requeststate.ReasonArguments, Detail: err.Error()}
+	}
+	raw, err := f.ring.Open(c.RequestState, b)
+	if err != nil {
+		return nil, err
+	}
 	var p statePayload
 	if err := json.Unmarshal(raw, &p); err != nil || p.Upstream != c.Upstream.Name() {
-		f.logger.Warn("requestState refused", "reason", "payload", "tool", c.Name)
-		return nil, requeststate.WireError(&requeststate.Error{Reason: requeststate.ReasonMalformed, Detail: "payload"})
+		return nil, &requeststate.Error{Reason: requeststate.ReasonMalformed, Detail: "payload"}
 	}
 	return &p, nil
 }
@@ -270,7 +280,7 @@ func (f *Forward) Resumed(c *call.Call) (*call.Confirmation, string, error) {
 	if c.Upstream == nil {
 		return nil, "", &requeststate.Error{Reason: requeststate.ReasonMalformed, Detail: "no upstream"}
 	}
-	p, err := f.open(c)
+	p, err := f.opened(c)
 	if err != nil {
 		return nil, "", err
 	}

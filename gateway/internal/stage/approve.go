@@ -51,8 +51,10 @@ type Approve struct {
 	// PageURL returns the page's root URL as people reach it
 	// ("http://127.0.0.1:7780/ui"); the links clients get start with it.
 	PageURL func() string
-	// Ring and Audience seal the requestState of a URL-mode elicitation,
-	// as the forwarder seals its own (nil Ring: requeststate.Default()).
+	// Ring and Audience seal the requestState of a URL-mode elicitation
+	// (nil Ring: requeststate.Default()), for Audience + "/approve", so
+	// that it is never taken for the forwarder's state or the ask
+	// stage's, nor theirs for it.
 	Ring     *requeststate.Ring
 	Audience string
 	// ResumeWait bounds how long a retry waits for the decision. Zero
@@ -179,7 +181,7 @@ func (a *Approve) notRun(c *call.Call, req *approval.Request) json.RawMessage {
 
 // binding binds the stage's requestState to the call as the client made it.
 func (a *Approve) binding(c *call.Call) (requeststate.Binding, error) {
-	b := requeststate.Binding{Method: c.Method, Target: c.Name, Audience: a.Audience, Principal: c.Client.Principal}
+	b := requeststate.Binding{Method: c.Method, Target: c.Name, Audience: a.Audience + "/approve", Principal: c.Client.Principal}
 	var args any
 	if len(c.Arguments) > 0 {
 		args = c.Arguments

@@ -40,6 +40,11 @@ func listAll(ctx context.Context, field string, fetch func(ctx context.Context, 
 		if err != nil || !ok {
 			return nil, first, fmt.Errorf("result without %q", field)
 		}
+		if string(arr) == "null" {
+			// An empty list some servers send as null (and older
+			// gateways did): nothing listed.
+			arr = json.RawMessage("[]")
+		}
 		els, err := rawjson.Elements(arr)
 		if err != nil {
 			return nil, first, fmt.Errorf("%q: %w", field, err)
