@@ -115,6 +115,24 @@ func (g *Gateway) MetricsHandler() http.Handler {
 // streams, lets calls in flight finish within ShutdownGrace, closes what
 // remains and returns. It does not stop the upstreams: call Close after.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
+	return g.serveHTTP(ctx, ln, true)
+}
+
+// HasPage reports whether the gateway has a page to serve (Options.Page).
+func (g *Gateway) HasPage() bool { return g.ui != nil }
+
+// ServePage serves only the page at PagePath and HealthPath on ln, until
+// ctx is done, as Serve does: beside [Gateway.ServeStdio], where a person
+// approves what a desktop client's calls wait for, without a second MCP
+// endpoint.
+func (g *Gateway) ServePage(ctx context.Context, ln net.Listener) error {
+	if g.ui == nil {
+		return errors.New("gateway: no page to serve (Options.Page is nil)")
+	}
+	return g.serveHTTP(ctx, ln, false)
+}
+
+func (g *Gateway) serveHTTP(ctx context.Context, ln net.Listener, mcpToo bool) error {
 	if err := g.checkListener(ln.Addr().String()); err != nil {
 		return err
 	}
@@ -125,15 +143,17 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	streams, endStreams := context.WithCancel(context.Background())
 	defer endStreams()
 	mux := http.NewServeMux()
-	mux.Handle(MCPPath, endStreamsOn(streams, g.Handler()))
 	mux.Handle(HealthPath, g.healthHandler())
-	g.authenticator().Handle(mux)
+	if mcpToo {
+		mux.Handle(MCPPath, endStreamsOn(streams, g.Handler()))
+		g.authenticator().Handle(mux)
+		if h := g.MetricsHandler(); h != nil {
+			mux.Handle(MetricsPath, h)
+		}
+	}
 	if g.ui != nil {
 		mux.Handle(PagePath+"/", g.ui)
 		mux.Handle(PagePath, http.RedirectHandler(PagePath+"/", http.StatusSeeOther))
-	}
-	if h := g.MetricsHandler(); h != nil {
-		mux.Handle(MetricsPath, h)
 	}
 	// The same bounds as endpoint.Serve: a slow body cannot hold a
 	// connection, and event streams keep their write side.

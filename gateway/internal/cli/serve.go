@@ -87,9 +87,13 @@ It serves streamable HTTP at http://ADDR/mcp (both eras on one URL), a
 JSON health report at http://ADDR/healthz and, on a loopback ADDR, the
 approval page at http://ADDR/ui: calls that need a person's approval wait
 there, and serve prints a one-time login link to sign in with. With -stdio
-it serves one client over standard input and output instead, as desktop
-clients that start their servers as processes expect (logs go to standard
-error). Serving off loopback needs the configuration's auth section.
+it serves one client over standard input and output, as desktop clients
+that start their servers as processes expect: it first waits (at most 15 s)
+for its upstreams, so that the client lists every tool at once; logs go to
+standard error, with the approval page's address and login link, and the
+page is served on a loopback port of its own (with -http, HTTP is served
+there as well). listen.stdio in a configuration serves stdio beside HTTP.
+Serving off loopback needs the configuration's auth section.
 
 Without -config it serves a built-in setup: the two example servers of this
 repository (manage_files, and folders with delete_folder, rename_folder and
@@ -130,7 +134,7 @@ func (c *serveCmd) flags(fs *flag.FlagSet) {
 	c.untilStopped = true
 	c.addr.value = defaultServeAddr
 	fs.Var(&c.addr, "http", "serve streamable HTTP at `ADDR` (host:port; loopback unless you need otherwise); without it, listen.http of the configuration")
-	fs.BoolVar(&c.stdio, "stdio", false, "serve one client over standard input and output instead of HTTP")
+	fs.BoolVar(&c.stdio, "stdio", false, "serve one client over standard input and output (with -http, HTTP as well; without it, only the approval page, on a loopback port of its own)")
 	fs.StringVar(&c.config, "config", "", "configuration `FILE` (preflight YAML, or the mcpServers JSON of Claude Desktop, Claude Code or Cursor, or VS Code's servers); empty serves the built-in setup")
 	fs.StringVar(&c.data, "data", "", "data `DIR` of the built-in setup (default: preflight/serve under the user's cache directory)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "least severe log `LEVEL`: debug, info, warn or error")
@@ -164,22 +168,55 @@ func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
 	}
 	defer cleanup()
 	opts.Logger = logger
-	addr := c.addr.value
-	g, login, err := c.start(opts, logger, addr, nil)
+	lst := c.listening(nil)
+	g, login, err := c.start(opts, logger, lst.addr, nil)
 	if err != nil {
 		return err
 	}
 	defer g.Close()
-	return c.serve(ctx, env, g, logger, served{setup: "built-in setup, data in " + dir, addr: addr,
+	return c.serve(ctx, env, g, logger, served{setup: "built-in setup, data in " + dir, listening: lst,
 		pins: "sqlite:" + filepath.Join(dir, pinsFile), login: login}, nil)
 }
 
+// nopWriteCloser is a WriteCloser whose Close does nothing: serve does
+// not close the standard output it was given.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// listening is where serve serves: stdio, HTTP at addr (MCP and the page,
+// or only the page when httpMCP is false).
+type listening struct {
+	stdio   bool
+	addr    string
+	httpMCP bool
+}
+
+// listening says where to serve, from the flags and cfg's listen section
+// (nil for the built-in setup): -stdio serves stdio, and HTTP too with
+// -http, else only the approval page on a loopback port of its own;
+// listen.stdio serves stdio beside HTTP; otherwise HTTP, at -http, else
+// listen.http, else the default address.
+func (c *serveCmd) listening(cfg *config.Config) listening {
+	addr := c.addr.value
+	if !c.addr.set && cfg != nil && cfg.Listen.HTTP != "" {
+		addr = cfg.Listen.HTTP
+	}
+	switch {
+	case c.stdio && !c.addr.set:
+		return listening{stdio: true, addr: "127.0.0.1:0"}
+	case c.stdio:
+		return listening{stdio: true, addr: addr, httpMCP: true}
+	}
+	return listening{stdio: cfg != nil && cfg.Listen.Stdio, addr: addr, httpMCP: true}
+}
+
 // start builds and starts the gateway: decisions on (in dry-run with
-// -dry-run), and, served over HTTP without a page of its own, out-of-band
-// approval on the page: with authentication configured (cfg's auth
-// section), people sign in with their gateway credential; on loopback the
-// operator also signs in with a printed one-time link, whose login start
-// returns (nil when there is none).
+// -dry-run), and, without a page of its own, out-of-band approval on the
+// page: with authentication configured (cfg's auth section), people sign
+// in with their gateway credential; on loopback the operator also signs in
+// with a one-time link, whose login start returns (nil when there is
+// none).
 func (c *serveCmd) start(opts *gateway.Options, logger *slog.Logger, addr string, cfg *config.Config) (*gateway.Gateway, *page.TokenLogin, error) {
 	if opts.Decisions == nil {
 		opts.Decisions = &stage.DecideOptions{}
@@ -192,7 +229,7 @@ func (c *serveCmd) start(opts *gateway.Options, logger *slog.Logger, addr string
 		opts.Version = "devel"
 	}
 	var login *page.TokenLogin
-	if !c.stdio && opts.Page == nil {
+	if opts.Page == nil {
 		switch {
 		case opts.Auth != nil && !opts.Auth.Anonymous():
 			login = signInPage(opts, logger, addr, cfg)
@@ -213,45 +250,80 @@ func (c *serveCmd) start(opts *gateway.Options, logger *slog.Logger, addr string
 
 // served is what serve tells the user about.
 type served struct {
-	setup, addr string
+	listening
+	setup       string
 	pins        string           // the built-in setup's pin store, "" for none
 	login       *page.TokenLogin // nil: no page sign-in to print
 	credential  bool             // people sign in to the page with their credential
 }
 
-// serve serves g over stdio or HTTP at s.addr until ctx is done, passing
-// each value of updates to apply meanwhile.
+// serve serves g as s says until ctx is done, passing each value of
+// updates to apply meanwhile. Over stdio it first waits, a bounded time,
+// for the upstreams (a desktop client lists the tools at once; the late
+// ones are announced with list_changed), and writes the approval page's
+// address and login link to the log (standard error), never to the
+// protocol's standard output.
 func (c *serveCmd) serve(ctx context.Context, env *env, g *gateway.Gateway, logger *slog.Logger, s served, updates <-chan func()) error {
-	done := make(chan error, 1)
-	if c.stdio {
-		logger.Info("serving over stdio", "setup", s.setup)
-		go func() { done <- g.ServeStdio(ctx, os.Stdin, os.Stdout) }()
-	} else {
-		ln, err := net.Listen("tcp", s.addr)
-		if err != nil {
-			return &exitError{code: exitFailure, err: err}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 2)
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		return &exitError{code: exitFailure, err: err}
+	}
+	httpDone := make(chan error, 1)
+	switch {
+	case s.httpMCP:
+		go func() { httpDone <- g.Serve(ctx, ln) }()
+	case g.HasPage():
+		go func() { httpDone <- g.ServePage(ctx, ln) }()
+	default:
+		ln.Close()
+		httpDone <- nil
+	}
+	base := "http://" + ln.Addr().String()
+	pageURL := g.PageURL() // approvals.pageUrl, else where the page is served
+	if pageURL == "" {
+		pageURL = base + gateway.PagePath
+	}
+	wctx, wcancel := context.WithTimeout(ctx, serveReadyTimeout)
+	_ = g.WaitReady(wctx) // a late upstream shows as such below
+	wcancel()
+	if s.stdio {
+		logger.Info("serving over stdio", "setup", s.setup, "tools", g.Health().Tools)
+		if s.httpMCP {
+			logger.Info("serving streamable HTTP", "url", base+gateway.MCPPath)
 		}
-		go func() { done <- g.Serve(ctx, ln) }()
-		base := "http://" + ln.Addr().String()
-		wctx, cancel := context.WithTimeout(ctx, serveReadyTimeout)
-		_ = g.WaitReady(wctx) // a late upstream shows as such below
-		cancel()
-		printServing(env.stdout, base, s.setup, s.pins, g.Health())
 		if s.login != nil {
-			link, err := s.login.NewLink(g.PageURL())
+			link, err := s.login.NewLink(pageURL)
 			if err != nil {
 				return err
 			}
-			printPage(env.stdout, g.PageURL(), link)
+			logger.Info("calls that need a person wait for approval on the page", "page", pageURL, "login", link)
+		}
+		go func() { done <- g.ServeStdio(ctx, io.NopCloser(env.stdin), nopWriteCloser{env.stdout}) }()
+	} else {
+		printServing(env.stdout, base, s.setup, s.pins, g.Health())
+		if s.login != nil {
+			link, err := s.login.NewLink(pageURL)
+			if err != nil {
+				return err
+			}
+			printPage(env.stdout, pageURL, link)
 		} else if s.credential {
-			fmt.Fprintf(env.stdout, "Calls that need a person wait for approval at %s/ (sign in with your gateway token or access token)\n", g.PageURL())
+			fmt.Fprintf(env.stdout, "Calls that need a person wait for approval at %s/ (sign in with your gateway token or access token)\n", pageURL)
 		}
 		fmt.Fprintf(env.stdout, "Stop with Ctrl-C.\n")
+		go func() { done <- <-httpDone }()
 	}
 	for {
 		select {
 		case err := <-done:
 			logger.Info("stopped")
+			cancel()
+			if s.stdio {
+				<-httpDone
+			}
 			return err
 		case apply := <-updates:
 			apply()
@@ -310,14 +382,8 @@ func (c *serveCmd) serveConfig(ctx context.Context, env *env, logger *slog.Logge
 		return err
 	}
 	opts.Logger = logger
-	addr := c.addr.value
-	if !c.addr.set && first.Listen.HTTP != "" {
-		addr = first.Listen.HTTP
-	}
-	if first.Listen.Stdio && !c.stdio {
-		logger.Warn("listen.stdio is not served by itself: start the gateway with -stdio to serve stdio", "file", c.config)
-	}
-	g, login, err := c.start(opts, logger, addr, first)
+	lst := c.listening(first)
+	g, login, err := c.start(opts, logger, lst.addr, first)
 	if err != nil {
 		return err
 	}
@@ -348,7 +414,7 @@ func (c *serveCmd) serveConfig(ctx context.Context, env *env, logger *slog.Logge
 			}
 		}
 	}()
-	return c.serve(ctx, env, g, logger, served{setup: "configuration " + c.config, addr: addr, login: login, credential: credential}, updates)
+	return c.serve(ctx, env, g, logger, served{setup: "configuration " + c.config, listening: lst, login: login, credential: credential}, updates)
 }
 
 // reload applies next, a new version of the configuration (or the error

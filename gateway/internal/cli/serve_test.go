@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -16,8 +17,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/config"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/firstwins"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
 
@@ -329,4 +332,116 @@ func TestServeDecisions(t *testing.T) {
 			t.Errorf("no call record with the decision not enforced:\n%s", stderr.String())
 		}
 	})
+}
+
+// TestServeStdioDesktop runs "preflight serve -stdio" as a desktop client
+// starts it: the client's first tools/list, right after initialize, has
+// every tool of the built-in setup (serve waits for its upstreams first);
+// a read runs; a delete, which this client cannot be asked to confirm,
+// waits for approval on the page, whose link the tool error gives and
+// whose address and login link are in the log (standard error), never on
+// the protocol's standard output.
+func TestServeStdioDesktop(t *testing.T) {
+	for _, era := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(era, func(t *testing.T) {
+			data := filepath.Join(t.TempDir(), "data")
+			ctx, cancel := context.WithCancel(context.Background())
+			inR, inW := io.Pipe()
+			outR, outW := io.Pipe()
+			stderr := &lockedBuffer{}
+			exited := make(chan int, 1)
+			go func() {
+				exited <- Main(ctx, []string{"serve", "-stdio", "-data", data}, inR, outW, stderr)
+				outW.Close()
+			}()
+			defer func() {
+				inW.Close()
+				cancel()
+				<-exited
+			}()
+			client := mcp.NewClient(&mcp.Implementation{Name: "desktop", Version: "1"}, nil)
+			cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+			if err != nil {
+				t.Fatalf("connect: %v\nstderr:\n%s", err, stderr.String())
+			}
+			defer cs.Close()
+			tools, err := cs.ListTools(ctx, nil)
+			if err != nil || len(tools.Tools) < 4 {
+				t.Fatalf("first tools/list: %v tools, %v\nstderr:\n%s", toolCount(tools), err, stderr.String())
+			}
+			read, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "files__manage_files", Arguments: map[string]any{"action": "read", "path": "notes.txt"}})
+			if err != nil || read.IsError {
+				t.Fatalf("read: %+v %v", read, err)
+			}
+			del, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "files__manage_files", Arguments: map[string]any{"action": "delete", "path": "notes.txt"}})
+			if err != nil || !del.IsError {
+				t.Fatalf("delete: %+v %v", del, err)
+			}
+			text := del.Content[0].(*mcp.TextContent).Text
+			page := regexp.MustCompile(`http://127\.0\.0\.1:\d+/ui\S*`).FindString(text)
+			if page == "" {
+				t.Errorf("the held delete gives no link to the page: %q", text)
+			}
+			if _, err := os.Stat(filepath.Join(data, "files", "notes.txt")); err != nil {
+				t.Errorf("the held delete ran: %v", err)
+			}
+			log := stderr.String()
+			if !strings.Contains(log, `"login":"http://127.0.0.1:`) || !strings.Contains(log, `"page":"http://127.0.0.1:`) {
+				t.Errorf("the log does not say where to approve:\n%s", log)
+			}
+		})
+	}
+}
+
+func toolCount(r *mcp.ListToolsResult) int {
+	if r == nil {
+		return 0
+	}
+	return len(r.Tools)
+}
+
+// TestServeStdioWaitsForUpstreams: an upstream that takes a second to start
+// (as npx servers do) is listed in the desktop client's first tools/list,
+// right after initialize, because serve -stdio waits for its upstreams
+// before it answers; without the wait the list was empty and a call of
+// the tool got "unknown tool".
+func TestServeStdioWaitsForUpstreams(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "gateway.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("servers:\n  slow:\n    command: sh\n    args: [\"-c\", \"sleep 1 && exec %s -dir %s\"]\npins:\n  path: %s\naudit:\n  path: %s\n",
+		firstwins.Build(t), dir, filepath.Join(t.TempDir(), "pins.db"), filepath.Join(t.TempDir(), "audit.db"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	stderr := &lockedBuffer{}
+	exited := make(chan int, 1)
+	go func() {
+		exited <- Main(ctx, []string{"serve", "-stdio", "-config", cfg}, inR, outW, stderr)
+		outW.Close()
+	}()
+	defer func() {
+		inW.Close()
+		cancel()
+		<-exited
+	}()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "desktop", Version: "1"}, nil).Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\nstderr:\n%s", err, stderr.String())
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || toolCount(tools) != 1 || tools.Tools[0].Name != "files" {
+		t.Fatalf("first tools/list: %+v, %v\nstderr:\n%s", tools, err, stderr.String())
+	}
+	// The rig's tool declares itself destructive, so the call waits for
+	// approval; what matters is that the gateway knows the tool.
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "files", Arguments: map[string]any{"action": "read", "path": "a.txt"}})
+	if err != nil || len(res.Content) == 0 || strings.Contains(res.Content[0].(*mcp.TextContent).Text, "unknown tool") {
+		t.Fatalf("call: %+v %v", res, err)
+	}
 }
