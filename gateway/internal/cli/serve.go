@@ -251,10 +251,10 @@ func (c *serveCmd) start(opts *gateway.Options, logger *slog.Logger, addr string
 // served is what serve tells the user about.
 type served struct {
 	listening
-	setup       string
-	pins        string           // the built-in setup's pin store, "" for none
-	login       *page.TokenLogin // nil: no page sign-in to print
-	credential  bool             // people sign in to the page with their credential
+	setup      string
+	pins       string           // the built-in setup's pin store, "" for none
+	login      *page.TokenLogin // nil: no page sign-in to print
+	credential bool             // people sign in to the page with their credential
 }
 
 // serve serves g as s says until ctx is done, passing each value of
