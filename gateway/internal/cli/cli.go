@@ -95,6 +95,7 @@ type commandInfo struct {
 // commands lists the subcommands in the order the usage text shows them.
 var commands = []commandInfo{
 	{"serve", "run the gateway: one MCP endpoint in front of many servers, with tools/resolve for every tool", func() command { return &serveCmd{} }},
+	{"connect", "put the gateway in front of the servers of Claude, Cursor, VS Code, Codex, Gemini CLI or Windsurf", func() command { return &connectCmd{} }},
 	{"demo", "run the manage_files example in-process and show what tool resolution changes", func() command { return &demoCmd{} }},
 	{"inspect", "list, resolve and call the tools of any MCP server, read its resources, answer its questions", func() command { return &inspectCmd{} }},
 	{"lint", "check a server's or a catalog's tool metadata and tool resolution, for CI", func() command { return &lintCmd{} }},

@@ -377,6 +377,9 @@ func (c *serveCmd) serveConfig(ctx context.Context, env *env, logger *slog.Logge
 		}
 		return &exitError{code: exitFailure, err: err}
 	}
+	if err := selfReferential(first, c.config); err != nil {
+		return &exitError{code: exitFailure, err: err}
+	}
 	opts, err := optionsFromConfig(c.config, first)
 	if err != nil {
 		return err
