@@ -131,7 +131,11 @@ func (h *unsubscribe) Serve(ctx context.Context, c *call.Call) (json.RawMessage,
 	delete(s.count, key)
 	s.mu.Unlock()
 	c.UpstreamEra = c.Upstream.Era()
-	if err := c.Upstream.Unsubscribe(ctx, c.Target); err != nil {
+	// A 2026-07-28 client unsubscribes by ending its subscriptions/listen
+	// stream, whose context the SDK then hands over already cancelled: the
+	// upstream is told all the same (Unsubscribe bounds it by the call
+	// timeout).
+	if err := c.Upstream.Unsubscribe(context.WithoutCancel(ctx), c.Target); err != nil {
 		h.f.logger.Info("upstream unsubscribe failed", "server", c.Upstream.Name(), "uri", clip(c.Name), "error", err)
 	}
 	return json.RawMessage(`{}`), nil
