@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -157,8 +158,9 @@ func (g *Gateway) serveHTTP(ctx context.Context, ln net.Listener, mcpToo bool) e
 	}
 	// The same bounds as endpoint.Serve: a slow body cannot hold a
 	// connection, and event streams keep their write side.
+	var fresh freshConns
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout: endpoint.DefaultReadTimeout, IdleTimeout: endpoint.DefaultIdleTimeout}
+		ReadTimeout: endpoint.DefaultReadTimeout, IdleTimeout: endpoint.DefaultIdleTimeout, ConnState: fresh.track}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -173,6 +175,9 @@ func (g *Gateway) serveHTTP(ctx context.Context, ln net.Listener, mcpToo bool) e
 	endStreams()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.ShutdownGrace)
 	defer cancel()
+	// Shutdown waits up to 5 s for a connection that sent no request yet
+	// (browsers open one ahead of time); it carries no call: close it.
+	fresh.close()
 	err := srv.Shutdown(sctx)
 	if err != nil {
 		srv.Close()
@@ -184,6 +189,41 @@ func (g *Gateway) serveHTTP(ctx context.Context, ln net.Listener, mcpToo bool) e
 		return fmt.Errorf("gateway: calls still running after %v were cut: %w", g.opts.ShutdownGrace, err)
 	}
 	return nil
+}
+
+// freshConns tracks the connections that have not sent a request yet.
+type freshConns struct {
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	done  bool
+}
+
+func (f *freshConns) track(c net.Conn, st http.ConnState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case st == http.StateNew && f.done:
+		c.Close()
+	case st == http.StateNew:
+		if f.conns == nil {
+			f.conns = map[net.Conn]struct{}{}
+		}
+		f.conns[c] = struct{}{}
+	default:
+		delete(f.conns, c)
+	}
+}
+
+// close closes the connections that never sent a request, and those
+// that come later.
+func (f *freshConns) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.done = true
+	for c := range f.conns {
+		c.Close()
+	}
+	clear(f.conns)
 }
 
 // endStreamsOn gives GET requests (legacy clients' standalone event
