@@ -72,16 +72,16 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 // Direct implements entry.Router: a tools/call of a known tool that is not
 // under progressive disclosure is served without the SDK; a 2026-07-28
 // client's, only when the tool's upstream takes passed-through calls.
-func (g *Gateway) Direct(name string, modern bool) bool {
+func (g *Gateway) Direct(name string, modern bool) (*mcp.Tool, bool) {
 	t, ok := g.View().Tool(name)
 	if !ok || g.discloses(t.Upstream) {
-		return false
+		return nil, false
 	}
 	if !modern {
-		return true
+		return t.Tool, true
 	}
 	conn, ok := g.Upstream(t.Upstream)
-	return ok && conn.Passthrough()
+	return t.Tool, ok && conn.Passthrough()
 }
 
 // wantLazy connects lazy upstreams when a client first lists.

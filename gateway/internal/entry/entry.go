@@ -26,11 +26,11 @@ type Router interface {
 	// disclosure): it does not cross the chain.
 	Own(m *Message) bool
 	// Direct reports whether a tools/call of the exposed tool name may be
-	// served directly: the tool is known and not under progressive
-	// disclosure (whose gate needs the SDK's request), and, for a
-	// 2026-07-28 client (modern), its upstream takes passed-through calls
-	// (which then validates the request's headers, as the SDK would).
-	Direct(name string, modern bool) bool
+	// served directly, and returns the tool's definition: the tool is
+	// known and not under progressive disclosure (whose gate needs the
+	// SDK's request), and, for a 2026-07-28 client (modern), its upstream
+	// takes passed-through calls.
+	Direct(name string, modern bool) (*mcp.Tool, bool)
 }
 
 // Options configure [New].

@@ -384,3 +384,18 @@ func firstValue(dec *json.Decoder) (any, error) {
 	}
 	return nil, fmt.Errorf("unexpected %v", d)
 }
+
+// FuzzShallowID: the id a refused message is answered under never panics
+// and is either none or a valid id found in the message.
+func FuzzShallowID(f *testing.F) {
+	f.Add([]byte(`{"id":7,"a":[[[{"b":"}"}]]]}`))
+	f.Add([]byte(`{"a":"\"id\"","id":"x"}`))
+	f.Add([]byte(`{"id":1,"id":2}`))
+	f.Add([]byte(`{"id":`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		id := shallowID(b)
+		if id != nil && (!validID(id) || !bytes.Contains(b, id) || !json.Valid(id)) {
+			t.Fatalf("shallowID(%q) = %q", b, id)
+		}
+	})
+}

@@ -127,7 +127,7 @@ func (h *httpEntry) direct(w http.ResponseWriter, r *http.Request, msg *Message,
 	version := r.Header.Get("Mcp-Protocol-Version")
 	client := &call.Client{Version: version, Principal: principal, Header: r.Header}
 	if legacy {
-		if !e.router.Direct(msg.Name, false) {
+		if _, ok := e.router.Direct(msg.Name, false); !ok {
 			return false
 		}
 		ss := e.checked.check(h.sdk, r, session, principal, e.server)
@@ -139,16 +139,28 @@ func (h *httpEntry) direct(w http.ResponseWriter, r *http.Request, msg *Message,
 		if client.Version == "" {
 			client.Version = init.ProtocolVersion
 		}
-	} else {
-		// The SDK answers a header that does not match the body.
-		if session != "" || !modernVersion(version) || r.Header.Get("Mcp-Method") != call.ToolsCall ||
-			r.Header.Get("Mcp-Name") != msg.Name || !e.router.Direct(msg.Name, true) {
+	}
+	var tool *mcp.Tool
+	if !legacy {
+		if session != "" || !modernVersion(version) {
+			return false
+		}
+		var ok bool
+		if tool, ok = e.router.Direct(msg.Name, true); !ok {
 			return false
 		}
 		client.Capabilities = metaCapabilities(msg.Meta)
 	}
 	conn := &httpConn{e: e, w: w, session: session, principal: principal, rounds: !legacy, id: msg.ID}
 	client.Conn = conn
+	if !legacy {
+		// The headers must say what the body says: routers between the
+		// client and the gateway may have acted on them.
+		if err := CheckHeaders(r.Header, msg, tool); err != nil {
+			conn.finish(nil, err)
+			return true
+		}
+	}
 	c, err := CallOf(msg, client)
 	if err != nil {
 		conn.finish(nil, err)
@@ -319,8 +331,9 @@ func (h *httpConn) finish(res json.RawMessage, err error) {
 
 // status is the HTTP status of a response with err, as the SDK's server
 // answers (SEP-2575): under 2026-07-28, 404 for an unknown method and 400
-// for invalid params, an unsupported version or a missing capability;
-// 200 otherwise, and always for a legacy session.
+// for invalid params, an unsupported version, a missing capability or
+// headers that do not match the body; 200 otherwise, and always for a
+// legacy session.
 func (h *httpConn) status(err error) int {
 	var je *jsonrpc.Error
 	if !h.rounds || !errors.As(err, &je) {
@@ -329,7 +342,7 @@ func (h *httpConn) status(err error) int {
 	switch je.Code {
 	case jsonrpc.CodeMethodNotFound:
 		return http.StatusNotFound
-	case jsonrpc.CodeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
+	case jsonrpc.CodeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities, mcp.CodeHeaderMismatch:
 		return http.StatusBadRequest
 	}
 	return http.StatusOK

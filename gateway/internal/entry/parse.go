@@ -137,6 +137,12 @@ func (s *scanner) parse(body []byte) (*Message, error) {
 		k = kindTop
 	}
 	if e := s.value(k); e != nil {
+		if k == kindTop && s.depth > MaxDepth {
+			// The reading stopped inside a value nested too deep: the
+			// client still gets the error under its id when the message
+			// has exactly one.
+			e.ID = shallowID(body)
+		}
 		return nil, e
 	}
 	s.ws()
@@ -1066,6 +1072,113 @@ func (s *scanner) strMember(m member) (string, bool) {
 // validID reports whether an id is a string or an integer of at most 2^53-1
 // in magnitude: the Go SDK truncates other numbers to an int64, so 1 and 1.5
 // would be one request to it.
+// shallowID returns the id of a message whose reading stopped early: its
+// top-level "id" member when it has exactly one (and no member that folds
+// to "id"), with a valid id value; nil otherwise. Values are skipped by
+// their brackets, not read.
+func shallowID(body []byte) json.RawMessage {
+	i := skipWS(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return nil
+	}
+	var id json.RawMessage
+	n := 0
+	for i = skipWS(body, i+1); i < len(body) && body[i] != '}'; {
+		if body[i] != '"' {
+			return nil
+		}
+		end := skipStr(body, i)
+		if end < 0 {
+			return nil
+		}
+		key, ok := appendUnquoted(nil, body[i+1:end-1])
+		if !ok {
+			return nil
+		}
+		i = skipWS(body, end)
+		if i >= len(body) || body[i] != ':' {
+			return nil
+		}
+		i = skipWS(body, i+1)
+		start := i
+		if i = skipShallow(body, i); i < 0 {
+			return nil
+		}
+		if strings.EqualFold(string(key), "id") {
+			n++
+			if string(key) == "id" {
+				id = body[start:i]
+			}
+		}
+		i = skipWS(body, i)
+		if i < len(body) && body[i] == ',' {
+			i = skipWS(body, i+1)
+		}
+	}
+	id = bytes.TrimRight(id, " \t\r\n")
+	if n != 1 || !validID(id) || !json.Valid(id) || !utf8.Valid(id) {
+		return nil
+	}
+	return bytes.Clone(id)
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// skipStr returns the end of the string starting at b[i] ('"'), -1 if it
+// is not terminated.
+func skipStr(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return -1
+}
+
+// skipShallow returns the end of the value at b[i], counting brackets
+// (strings skipped whole) without reading what they hold; -1 if it does not
+// end.
+func skipShallow(b []byte, i int) int {
+	depth := 0
+	for i < len(b) {
+		switch c := b[i]; {
+		case c == '"':
+			if i = skipStr(b, i); i < 0 {
+				return -1
+			}
+			if depth == 0 {
+				return i
+			}
+			continue
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			if depth == 0 {
+				return i
+			}
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		case depth == 0 && (c == ',' || isSpace(c)):
+			return i
+		}
+		i++
+	}
+	if depth == 0 {
+		return i
+	}
+	return -1
+}
+
 func validID(id []byte) bool {
 	if len(id) == 0 {
 		return false

@@ -489,3 +489,28 @@ func BenchmarkParse(b *testing.B) {
 		})
 	}
 }
+
+// TestDeepNestingKeepsTheID: a message refused for nesting too deep is
+// answered under its id when it has exactly one, so that a client over
+// stdio is not left waiting; with two ids, or an id folded, none.
+func TestDeepNestingKeepsTheID(t *testing.T) {
+	deep := strings.Repeat(`{"a":`, MaxDepth+1) + "1" + strings.Repeat("}", MaxDepth+1)
+	for _, tc := range []struct {
+		body, id string
+	}{
+		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"f","arguments":` + deep + `}}`, "7"},
+		{`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"f","arguments":` + deep + `},"id":"x-1"}`, `"x-1"`},
+		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"f","arguments":` + deep + `},"id":8}`, ""},
+		{`{"jsonrpc":"2.0","ID":7,"method":"tools/call","params":{"name":"f","arguments":` + deep + `},"id":8}`, ""},
+		{`{"jsonrpc":"2.0","id":{"a":1},"method":"tools/call","params":` + deep + `}`, ""},
+	} {
+		_, err := Parse([]byte(tc.body))
+		e, ok := err.(*Error)
+		if !ok || e.Code != codeInvalidParams && e.Code != codeInvalidRequest {
+			t.Fatalf("%.60s...: %v", tc.body, err)
+		}
+		if string(e.ID) != tc.id {
+			t.Errorf("%.60s...: id %s, want %q", tc.body, e.ID, tc.id)
+		}
+	}
+}

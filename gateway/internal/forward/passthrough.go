@@ -33,16 +33,28 @@ const sealTimeout = 5 * time.Second
 // readers pools the buffered readers of upstream event streams.
 var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
 
-// forwardedHeader reports the client's request headers a passed-through
-// call carries to the upstream: the standard MCP headers and content
-// negotiation. Credentials are never forwarded (the upstream gets its own,
-// from the gateway's configuration).
-func forwardedHeader(k string) bool {
-	switch k {
-	case "Content-Type", "Accept", "Mcp-Protocol-Version", "Mcp-Method":
-		return true
+// headers returns the headers of the passed-through request, made from
+// what was judged: the standard ones from the call, and the Mcp-Param
+// headers from its arguments as the upstream's tool mirrors them. The
+// client's own are not forwarded, nor its credentials: the gateway knows
+// the tool's schema, so a header it mirrors nothing into carries a value
+// nobody judged, which a router behind the gateway could act on.
+func headers(c *call.Call) http.Header {
+	h := http.Header{
+		"Content-Type":         {"application/json"},
+		"Accept":               {"application/json, text/event-stream"},
+		"Mcp-Protocol-Version": {c.Client.Version},
+		"Mcp-Method":           {c.Method},
+		"Mcp-Name":             {c.Target},
 	}
-	return strings.HasPrefix(k, "Mcp-Param-")
+	var tool *mcp.Tool
+	if c.Tool != nil {
+		tool = c.Tool.Tool
+	}
+	for k, v := range entry.ParamHeaders(tool, c.Arguments) {
+		h[k] = v
+	}
+	return h
 }
 
 // passable reports a call the passthrough sends: a 2026-07-28 client's
@@ -55,20 +67,13 @@ func passable(c *call.Call) bool {
 
 // passthrough sends the call to a 2026-07-28 upstream over HTTP, re-encoded
 // from what was judged (the upstream's name for the tool in the body and in
-// Mcp-Name, the client's Mcp-Param headers), without the SDK's types: the
+// Mcp-Name, headers made from the call), without the SDK's types: the
 // upstream's notifications go to the client's Conn as they come, and its
 // response is returned, an input_required one with its requestState sealed
 // into the gateway's own and its keys namespaced as on the decoded path.
 func (f *Forward) passthrough(ctx context.Context, c *call.Call) (json.RawMessage, error) {
 	body := entry.Request(json.RawMessage("1"), c.Method, entry.Params{Name: c.Target, Arguments: c.Arguments, Meta: c.Meta})
-	h := make(http.Header, 8)
-	for k, v := range c.Client.Header {
-		if forwardedHeader(k) {
-			h[k] = v
-		}
-	}
-	h.Set("Mcp-Name", c.Target)
-	resp, cancel, err := c.Upstream.Post(ctx, body, h)
+	resp, cancel, err := c.Upstream.Post(ctx, body, headers(c))
 	if err != nil {
 		return nil, upstreamError(c.Upstream, err)
 	}
