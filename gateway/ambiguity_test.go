@@ -712,11 +712,12 @@ func TestJudgedIsRun(t *testing.T) {
 			func(p string) map[string]any { return map[string]any{"action": "delete", "path": p} }, false},
 		// A lone case variant is no second reading for a JSON parser, but
 		// a server that binds arguments to a struct with encoding/json
-		// reads it as "action": the rule over args.action cannot be
-		// evaluated, and the call is denied.
+		// reads it as "action": the resolve stage, which knows the tool's
+		// schema, refuses it (-32602), and the audit records the refusal.
 		{"delete-case-variant", `{"Action":"delete","path":"{P}"}`,
 			func(p string) map[string]any { return map[string]any{"Action": "delete", "path": p} }, false},
 	}
+	refused := func(kind string) bool { return kind == "delete-case-variant" }
 	var controls []*control
 	for _, c := range clients {
 		for _, k := range kinds {
@@ -735,6 +736,16 @@ func TestJudgedIsRun(t *testing.T) {
 						`,"arguments":` + strings.ReplaceAll(k.args, "{P}", ctl.path) + `}}`
 					journal, wire := u.journaled(t), u.wire.all()
 					status, r := c.send(t, id, ambTools[up], []byte(body))
+					if refused(k.name) {
+						if r.Error == nil || r.Error.Code != -32602 || !strings.Contains(r.Error.Message, `params.arguments.Action differs from the tool's property "action" only in case`) || string(r.ID) != id {
+							t.Errorf("the case variant was not refused: %s", r.Raw)
+						}
+						if len(u.journaled(t)) != len(journal) || u.wire.count() != len(wire) {
+							t.Errorf("the refused case variant reached %s", up)
+						}
+						controls = append(controls, ctl)
+						return
+					}
 					if c.transport == "http" && status != http.StatusOK {
 						t.Errorf("HTTP %d", status)
 					}
@@ -783,6 +794,12 @@ func TestJudgedIsRun(t *testing.T) {
 		audited := decodeArgs(t, rec.Args)
 		if rec.Tool != rig.ups[ctl.up].tool || !reflect.DeepEqual(audited, ctl.judged) {
 			t.Errorf("%s: audited %s %s, judged %v", what, rec.Tool, rec.Args, ctl.judged)
+		}
+		if refused(ctl.kind) {
+			if rec.Outcome != audit.OutcomeError {
+				t.Errorf("%s: audited outcome %s; want error (refused before it was decided)", what, rec.Outcome)
+			}
+			continue
 		}
 		if ctl.ran == nil {
 			if rec.Decision != audit.Deny || rec.Outcome != audit.OutcomeDenied {

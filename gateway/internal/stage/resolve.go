@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/preflightmcp/preflight"
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/catalog"
@@ -40,6 +41,12 @@ func (s *Resolve) Serve(ctx context.Context, c *call.Call, next call.Handler) (j
 	if err != nil {
 		return nil, err
 	}
+	if c.Tool.Tool != nil {
+		if k, p := caseVariant(c.Tool.Tool.InputSchema, args, ""); k != "" {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
+				"params.arguments.%s differs from the tool's property %q only in case: a server that reads arguments case-insensitively (Go's encoding/json does) would take it for that property; send %q", clip(k), p, p)}
+		}
+	}
 	res, err := s.Resolver.Resolve(ctx, &ResolveQuery{Tool: c.Tool, Arguments: args, RawArguments: c.Arguments,
 		Principal: c.Client.Principal, Upstream: c.Upstream, ForCall: c.Method == call.ToolsCall})
 	if err != nil {
@@ -48,6 +55,52 @@ func (s *Resolve) Serve(ctx context.Context, c *call.Call, next call.Handler) (j
 	}
 	c.Resolution = res
 	return next.Serve(ctx, c)
+}
+
+// caseVariant returns the first argument (its path) whose key differs
+// from a property of schema only in case, and that property; "" when
+// none does. The entry refuses two keys that fold alike in one object; a
+// lone variant of a property name is refused here, where the schema is
+// known.
+func caseVariant(schema any, args map[string]any, prefix string) (string, string) {
+	props := properties(schema)
+	if len(props) == 0 {
+		return "", ""
+	}
+	for k, v := range args {
+		if _, ok := props[k]; ok {
+			if sub, ok := v.(map[string]any); ok {
+				if a, p := caseVariant(props[k], sub, prefix+k+"."); a != "" {
+					return a, p
+				}
+			}
+			continue
+		}
+		for p := range props {
+			if strings.EqualFold(k, p) {
+				return prefix + k, p
+			}
+		}
+	}
+	return "", ""
+}
+
+// properties returns the properties of a JSON schema, decoded.
+func properties(schema any) map[string]any {
+	var m map[string]any
+	switch s := schema.(type) {
+	case map[string]any:
+		m = s
+	case nil:
+		return nil
+	default:
+		b, err := json.Marshal(s)
+		if err != nil || json.Unmarshal(b, &m) != nil {
+			return nil
+		}
+	}
+	props, _ := m["properties"].(map[string]any)
+	return props
 }
 
 // Resolver works out what one call of an aggregated tool will do: its four

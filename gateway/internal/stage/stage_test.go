@@ -187,3 +187,30 @@ func TestUpstreamOrStaticBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveRefusesCaseVariants: an argument whose key differs from a
+// property of the tool's schema only in case is refused before it is
+// resolved, at any depth of the schema's properties; other unknown keys
+// and the exact names pass.
+func TestResolveRefusesCaseVariants(t *testing.T) {
+	tool := &catalog.Tool{Upstream: "up", Name: "t", Tool: &mcp.Tool{Name: "t", InputSchema: map[string]any{"type": "object", "properties": map[string]any{
+		"action": map[string]any{"type": "string"},
+		"opts":   map[string]any{"type": "object", "properties": map[string]any{"force": map[string]any{"type": "boolean"}}},
+	}}}}
+	h := chain(call.HandlerFunc(func(context.Context, *call.Call) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }),
+		&stage.Resolve{Resolver: stage.UpstreamOrStatic{}, Logger: slog.New(slog.DiscardHandler)})
+	for args, refused := range map[string]string{
+		`{"action":"read","opts":{"force":true},"extra":1}`: "",
+		`{"Action":"delete"}`:                               "params.arguments.Action",
+		`{"action":"read","opts":{"Force":true}}`:           "params.arguments.opts.Force",
+	} {
+		_, err := h.Serve(context.Background(), &call.Call{Method: call.ToolsCall, Tool: tool, Arguments: json.RawMessage(args), Client: &call.Client{}})
+		var je *jsonrpc.Error
+		switch {
+		case refused == "" && err != nil:
+			t.Errorf("%s: %v", args, err)
+		case refused != "" && (!errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams || !strings.Contains(je.Message, refused)):
+			t.Errorf("%s: %v, want -32602 naming %s", args, err, refused)
+		}
+	}
+}
