@@ -29,6 +29,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/entry"
 	"github.com/preflightmcp/preflight/gateway/internal/rules"
+	"github.com/preflightmcp/preflight/gateway/internal/setup"
 	"github.com/preflightmcp/preflight/gateway/internal/stage"
 	"github.com/preflightmcp/preflight/gateway/internal/testrig/firstwins"
 	"github.com/preflightmcp/preflight/hints"
@@ -208,12 +209,12 @@ func newAmbRig(t *testing.T) *ambRig {
 	yes, no := true, false
 	reads := rules.Server{Rules: []rules.Rule{{Name: "reads", Tools: []string{"files"}, When: `args.action == "read"`,
 		Annotations: rules.AnnotationPatch{ReadOnlyHint: &yes, DestructiveHint: &no}, Hints: rules.HintPatch{Effect: "read"}}}}
-	resolver, err := gateway.NewRulesResolver(rules.Config{Servers: map[string]rules.Server{"fw": reads, "fwh": reads, "fwl": reads}},
-		&gateway.RulesOptions{Logger: testLogger(t)})
+	resolver, err := setup.NewRulesResolver(rules.Config{Servers: map[string]rules.Server{"fw": reads, "fwh": reads, "fwl": reads}},
+		&setup.RulesOptions{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	auditor, store, err := gateway.OpenAudit(context.Background(), rig.audit,
+	auditor, store, err := setup.OpenAudit(context.Background(), rig.audit,
 		&audit.Options{Levels: map[hints.Effect]audit.Level{hints.EffectRead: audit.LevelFull}})
 	if err != nil {
 		t.Fatal(err)

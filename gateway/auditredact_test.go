@@ -24,6 +24,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/audit/auditstore"
 	"github.com/preflightmcp/preflight/gateway/internal/page"
 	"github.com/preflightmcp/preflight/gateway/internal/pgtest"
+	"github.com/preflightmcp/preflight/gateway/internal/setup"
 	"github.com/preflightmcp/preflight/gateway/internal/stage"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
@@ -95,7 +96,7 @@ func gatewayFromConfig(t *testing.T, yaml string) (*gateway.Gateway, string, *ga
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, err := gateway.OptionsFromConfig(cfg)
+	opts, err := setup.Options(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +331,7 @@ func TestAuditOnTheWire(t *testing.T) {
 			mu.Unlock()
 		}
 	})
-	auditor, store, err := gateway.OpenAudit(context.Background(), spec, nil)
+	auditor, store, err := setup.OpenAudit(context.Background(), spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/pin"
 	"github.com/preflightmcp/preflight/gateway/internal/pin/sqlstore"
 	"github.com/preflightmcp/preflight/gateway/internal/redact"
+	"github.com/preflightmcp/preflight/gateway/internal/setup"
 	"github.com/preflightmcp/preflight/gateway/internal/stage"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 )
@@ -290,7 +291,7 @@ func BenchmarkGatewayLayers(b *testing.B) {
 						layers = "audit+redact"
 					}
 					if strings.Contains(layers, "audit") {
-						a, s, err := gateway.OpenAudit(context.Background(), "sqlite:"+filepath.Join(b.TempDir(), "audit.db"), nil)
+						a, s, err := setup.OpenAudit(context.Background(), "sqlite:"+filepath.Join(b.TempDir(), "audit.db"), nil)
 						if err != nil {
 							b.Fatal(err)
 						}

@@ -31,7 +31,7 @@ type Disclosure struct {
 	Options disclose.Options
 	// Close, if set, is called by [Gateway.Close]: it releases what the
 	// options hold, such as the Redis client of a store that
-	// [OptionsFromConfig] opened.
+	// package setup opened.
 	Close func() error
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/preflightmcp/preflight/disclose"
 	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/config"
+	"github.com/preflightmcp/preflight/gateway/internal/setup"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
 
@@ -153,7 +154,7 @@ func TestOptionsFromConfigDisclosure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, err := gateway.OptionsFromConfig(cfg)
+	opts, err := setup.Options(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func TestOptionsFromConfigDisclosure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if opts, err = gateway.OptionsFromConfig(cfg); err != nil || opts.Disclosure == nil || strings.Join(opts.Disclosure.Servers, ",") != "a" {
+	if opts, err = setup.Options(context.Background(), cfg, nil); err != nil || opts.Disclosure == nil || strings.Join(opts.Disclosure.Servers, ",") != "a" {
 		t.Fatalf("servers.a.disclose alone: %v, %+v", err, opts)
 	}
 	if g, err = gateway.New(opts); err != nil {
@@ -183,7 +184,7 @@ func TestOptionsFromConfigDisclosure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if opts, err = gateway.OptionsFromConfig(cfg); err != nil || opts.Disclosure == nil || opts.Disclosure.Options.Store == nil || opts.Disclosure.Close == nil {
+	if opts, err = setup.Options(context.Background(), cfg, nil); err != nil || opts.Disclosure == nil || opts.Disclosure.Options.Store == nil || opts.Disclosure.Close == nil {
 		t.Fatalf("redis store: %v, %+v", err, opts)
 	}
 	if g, err = gateway.New(opts); err != nil {

@@ -21,7 +21,3 @@ func InsertStage(g *Gateway, before string, s call.Stage) {
 // ChainOrder returns the stages a call of method crosses in g's chain,
 // outermost first.
 func ChainOrder(g *Gateway, method string) []string { return g.chain.Order(method) }
-
-// CloseOptions closes what OptionsFromConfig opened for options no gateway
-// was built from (closing twice is harmless).
-func CloseOptions(o *Options) { _ = o.Close() }

@@ -12,6 +12,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/internal/approval"
+	"github.com/preflightmcp/preflight/gateway/internal/setup"
 	"github.com/preflightmcp/preflight/requeststate"
 )
 
@@ -30,11 +31,11 @@ func optionsFrom(t *testing.T, yaml string, env map[string]string) *gateway.Opti
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, err := gateway.OptionsFromConfig(cfg)
+	opts, err := setup.Options(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { gateway.CloseOptions(opts) })
+	t.Cleanup(func() { opts.Close() })
 	return opts
 }
 
@@ -72,7 +73,7 @@ func TestRingFromConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := gateway.OptionsFromConfig(cfg); err == nil || !strings.Contains(err.Error(), "requestState.keysFile: the keys were not read") {
+	if _, err := setup.Options(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "requestState.keysFile: the keys were not read") {
 		t.Errorf("keys file not read: %v", err)
 	}
 }
@@ -122,7 +123,7 @@ func TestApprovalsFromConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = gateway.OptionsFromConfig(cfg)
+	_, err = setup.Options(context.Background(), cfg, nil)
 	if err == nil || !strings.Contains(err.Error(), "configuration: approvals.store: approval store (postgres at 127.0.0.1:1)") || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("an unreachable PostgreSQL: %v", err)
 	}

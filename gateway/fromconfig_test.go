@@ -21,6 +21,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/forward"
 	"github.com/preflightmcp/preflight/gateway/internal/pin"
 	"github.com/preflightmcp/preflight/gateway/internal/pin/sqlstore"
+	"github.com/preflightmcp/preflight/gateway/internal/setup"
 	"github.com/preflightmcp/preflight/gateway/internal/stage"
 )
 
@@ -44,7 +45,7 @@ func TestOptionsFromClientFiles(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
-		opts, err := gateway.OptionsFromConfig(cfg)
+		opts, err := setup.Options(context.Background(), cfg, nil)
 		if err != nil {
 			t.Errorf("%s: %v", path, err)
 			continue
@@ -91,7 +92,7 @@ func TestOptionsFromConfigRefuses(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", tc.yaml, err)
 		}
-		_, err = gateway.OptionsFromConfig(cfg)
+		_, err = setup.Options(context.Background(), cfg, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want one naming %s", tc.yaml, err, tc.want)
 		}
@@ -112,7 +113,7 @@ func TestOptionsFromConfigAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, err := gateway.OptionsFromConfig(cfg)
+	opts, err := setup.Options(context.Background(), cfg, nil)
 	if err != nil || opts.Auth == nil || opts.Auth.Anonymous() {
 		t.Fatalf("options: %+v, %v", opts, err)
 	}
@@ -164,7 +165,7 @@ func TestOptionsFromConfigPins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, err := gateway.OptionsFromConfig(cfg)
+	opts, err := setup.Options(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,11 +202,11 @@ func TestOptionsFromConfigPins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if opts, err = gateway.OptionsFromConfig(cfg); err != nil || opts.Pinner != nil {
+	if opts, err = setup.Options(context.Background(), cfg, nil); err != nil || opts.Pinner != nil {
 		t.Errorf("every pin off: %v, Pinner %v", err, opts.Pinner)
 	}
 	if opts != nil {
-		gateway.CloseOptions(opts)
+		opts.Close()
 	}
 	if _, err := os.Stat(filepath.Join(dir, "off.db")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("every pin off, yet the store was opened: %v", err)
@@ -216,7 +217,7 @@ func TestOptionsFromConfigPins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := gateway.OptionsFromConfig(cfg); err == nil || !strings.Contains(err.Error(), "configuration: pins") || strings.Contains(err.Error(), "hunter2") {
+	if _, err := setup.Options(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "configuration: pins") || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("an unreachable store: %v", err)
 	}
 }
@@ -267,7 +268,7 @@ decisions:
 		t.Errorf("decisions = %+v\nwant %+v", opts.Decisions, want)
 	}
 
-	_, err = gateway.OptionsFromConfig(parse(`
+	_, err = setup.Options(context.Background(), parse(`
 servers:
   files: {command: preflight-files}
 decisions:
@@ -275,7 +276,7 @@ decisions:
   rules:
     - {name: typo, when: "args.path.startsWith(", decision: deny}
     - {name: not-bool, when: "tool", decision: allow}
-`))
+`), nil)
 	for _, want := range []string{`configuration: decisions: rules[0] ("typo"): when: expression does not compile`, `rules[1] ("not-bool"): when: expression is of type string, not bool`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v, want %q", err, want)
@@ -311,9 +312,9 @@ func TestOptionsFromConfigRetryMetrics(t *testing.T) {
 // optionsOf maps cfg with OptionsFromConfig and closes what it opened when
 // the test ends.
 func optionsOf(t *testing.T, cfg *config.Config) (*gateway.Options, error) {
-	opts, err := gateway.OptionsFromConfig(cfg)
+	opts, err := setup.Options(context.Background(), cfg, nil)
 	if opts != nil {
-		t.Cleanup(func() { gateway.CloseOptions(opts) })
+		t.Cleanup(func() { opts.Close() })
 	}
 	return opts, err
 }

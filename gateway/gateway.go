@@ -27,7 +27,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/preflightmcp/preflight/disclose"
-	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/internal/approval"
 	"github.com/preflightmcp/preflight/gateway/internal/audit"
 	"github.com/preflightmcp/preflight/gateway/internal/auth"
@@ -157,9 +156,51 @@ type Options struct {
 	// means on, with package metrics' defaults.
 	Metrics *MetricsOptions
 
-	// closers are closed by Close (stores OptionsFromConfig opened).
-	closers []func() error
+	// Closers are called by [Gateway.Close] after the upstreams stopped,
+	// or by [Options.Close]: what the maker of the options opened for them
+	// (stores, clients).
+	Closers []func() error
 }
+
+// ListingObserver is a Resolver that wants each upstream's listing as the
+// catalog is built from it (package setup's rules, checked against the
+// tools as soon as they are listed).
+type ListingObserver interface {
+	Listed(upstream string, l *catalog.Listing, info *mcp.Implementation)
+}
+
+// Close closes what the options hold (the audit log, the pin,
+// approval and disclosure stores, Redis clients) for options that no
+// gateway took over: a mapping that failed half-way, a gateway that could
+// not be built, a reload whose running gateway keeps its own stores. A
+// Gateway built from the options closes them itself in [Gateway.Close].
+// Closing twice is harmless.
+func (o *Options) Close() error {
+	var errs []error
+	if o.Auditor != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		errs = append(errs, o.Auditor.Close(ctx))
+		cancel()
+		o.Auditor = nil
+	}
+	if o.AuditStore != nil {
+		errs = append(errs, o.AuditStore.Close())
+		o.AuditStore = nil
+	}
+	if d := o.Disclosure; d != nil && d.Close != nil {
+		errs = append(errs, d.Close())
+		d.Close = nil
+	}
+	for _, c := range o.Closers {
+		errs = append(errs, c())
+	}
+	o.Closers = nil
+	return errors.Join(errs...)
+}
+
+// closeTimeout bounds writing what the audit log buffers when options
+// are closed.
+const closeTimeout = 30 * time.Second
 
 // MetricsOptions configure the gateway's Prometheus metrics.
 type MetricsOptions struct {
@@ -348,7 +389,7 @@ func New(opts *Options) (*Gateway, error) {
 	g.chain = call.Compile(g.forward.Finals(), stages...)
 	g.forward.SetAnswers(g.chain)
 	g.server = g.newServer(info)
-	if g.anonymous, err = auth.New(config.Auth{}, &auth.Options{Logger: logger}); err != nil {
+	if g.anonymous, err = auth.Anonymous(&auth.Options{Logger: logger}); err != nil {
 		g.closeState()
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
@@ -533,7 +574,7 @@ func (g *Gateway) Close() error {
 	if d := g.opts.Disclosure; d != nil && d.Close != nil {
 		errs = append(errs, d.Close())
 	}
-	for _, c := range g.opts.closers {
+	for _, c := range g.opts.Closers {
 		errs = append(errs, c())
 	}
 	return errors.Join(errs...)

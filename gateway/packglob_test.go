@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -11,9 +12,9 @@ import (
 	"testing"
 
 	"github.com/preflightmcp/preflight"
-	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/internal/rules/pack"
+	"github.com/preflightmcp/preflight/gateway/internal/setup"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
 
@@ -50,12 +51,11 @@ func TestConfigPackAndGlobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, err := gateway.OptionsFromConfig(cfg)
+	rec := &recorder{}
+	opts, err := setup.Options(context.Background(), cfg, slog.New(rec))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &recorder{}
-	opts.Logger = slog.New(rec)
 	_, url := startGateway(t, opts)
 
 	// Checked when connected: the rule's glob matches read_file, whose

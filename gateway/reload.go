@@ -103,9 +103,6 @@ func (g *Gateway) setResolver(r stage.Resolver) {
 	if r == nil {
 		r = stage.UpstreamOrStatic{Logger: g.logger}
 	}
-	if rr, ok := r.(*RulesResolver); ok && rr.gatewayLogs {
-		rr.logger, rr.gatewayLogs = g.logger, false
-	}
 	g.resolvers.Store(&resolverBox{r})
 }
 

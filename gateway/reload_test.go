@@ -14,6 +14,7 @@ import (
 	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/internal/rules"
+	"github.com/preflightmcp/preflight/gateway/internal/setup"
 )
 
 // drainSignals empties c.
@@ -207,12 +208,12 @@ func lastCall(rec *recorder, tool string) string {
 func TestReloadRules(t *testing.T) {
 	proc := childSpec(t, "proc", "")
 	yes, no := true, false
-	resolver := func(readOnly bool) *gateway.RulesResolver {
+	resolver := func(readOnly bool) *setup.RulesResolver {
 		p := rules.AnnotationPatch{ReadOnlyHint: &yes, DestructiveHint: &no}
 		if !readOnly {
 			p = rules.AnnotationPatch{ReadOnlyHint: &no, DestructiveHint: &yes}
 		}
-		r, err := gateway.NewRulesResolver(rules.Config{Servers: map[string]rules.Server{
+		r, err := setup.NewRulesResolver(rules.Config{Servers: map[string]rules.Server{
 			"proc": {Rules: []rules.Rule{{Name: "hello", Tools: []string{"hello"}, Annotations: p}}},
 		}}, nil)
 		if err != nil {

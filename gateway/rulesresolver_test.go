@@ -6,6 +6,7 @@ import (
 	"github.com/preflightmcp/preflight"
 	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/internal/rules"
+	"github.com/preflightmcp/preflight/gateway/internal/setup"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
 
@@ -19,11 +20,11 @@ func TestRulesPackOnFilesystem(t *testing.T) {
 	spec := npmServers(t)
 	fs := spec("filesystem", "server-filesystem", t.TempDir())
 	yes := true
-	r, err := gateway.NewRulesResolver(rules.Config{Servers: map[string]rules.Server{
+	r, err := setup.NewRulesResolver(rules.Config{Servers: map[string]rules.Server{
 		"filesystem": {Overrides: map[string]rules.Override{
 			"write_file": {Hints: rules.HintPatch{RequiresConfirmation: &yes}},
 		}},
-	}}, &gateway.RulesOptions{Logger: testLogger(t)})
+	}}, &setup.RulesOptions{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/internal/auth"
 	"github.com/preflightmcp/preflight/gateway/internal/page"
 	"github.com/preflightmcp/preflight/gateway/internal/quietlog"
@@ -137,7 +136,7 @@ func (g *Gateway) checkListener(addr string) error {
 	if g.opts.Auth != nil && !g.opts.Auth.Anonymous() {
 		return nil
 	}
-	_, err := auth.New(config.Auth{}, &auth.Options{Addr: addr})
+	_, err := auth.Anonymous(&auth.Options{Addr: addr})
 	if err != nil {
 		return errors.New("gateway: " + strings.TrimPrefix(err.Error(), "auth: "))
 	}

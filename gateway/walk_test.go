@@ -26,6 +26,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/internal/call"
+	"github.com/preflightmcp/preflight/gateway/internal/setup"
 	"github.com/preflightmcp/preflight/inject"
 	"github.com/preflightmcp/preflight/resolve"
 )
@@ -52,7 +53,7 @@ metrics: {enabled: true}
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, err := gateway.OptionsFromConfig(cfg)
+	opts, err := setup.Options(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,13 +68,13 @@ metrics: {enabled: true}
 		"Metrics":    opts.Metrics == nil || !opts.Metrics.Off,
 	} {
 		if !on {
-			gateway.CloseOptions(opts)
+			opts.Close()
 			t.Fatalf("the configuration left %s off", what)
 		}
 	}
 	g, err := gateway.New(opts)
 	if err != nil {
-		gateway.CloseOptions(opts)
+		opts.Close()
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

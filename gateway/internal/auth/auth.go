@@ -65,16 +65,30 @@ type Authenticator struct {
 // New returns the Authenticator for c, the config's auth section as
 // [config.Parse] validated it (New checks what it relies on again).
 func New(c config.Auth, opts *Options) (*Authenticator, error) {
+	if c.IsZero() {
+		return Anonymous(opts)
+	}
+	return newConfigured(c, opts)
+}
+
+// Anonymous returns the authenticator of a gateway without
+// authentication: every request is anonymous, and only loopback clients
+// are served. An error says that opts.Addr is not a loopback address.
+func Anonymous(opts *Options) (*Authenticator, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	a := &Authenticator{now: time.Now, anonymous: c.IsZero()}
-	if a.anonymous {
-		if opts.Addr != "" && !config.IsLoopback(opts.Addr) {
-			return nil, fmt.Errorf("auth: serving %s without authentication: without auth.tokens or auth.oauth the gateway listens only on a loopback address (127.0.0.1, [::1], localhost)", opts.Addr)
-		}
-		return a, nil
+	if opts.Addr != "" && !config.IsLoopback(opts.Addr) {
+		return nil, fmt.Errorf("auth: serving %s without authentication: without auth.tokens or auth.oauth the gateway listens only on a loopback address (127.0.0.1, [::1], localhost)", opts.Addr)
 	}
+	return &Authenticator{now: time.Now, anonymous: true}, nil
+}
+
+func newConfigured(c config.Auth, opts *Options) (*Authenticator, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	a := &Authenticator{now: time.Now}
 	if len(c.Tokens) > 0 {
 		s, err := newStaticTokens(c.Tokens)
 		if err != nil {

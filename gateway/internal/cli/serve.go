@@ -31,6 +31,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/pin"
 	"github.com/preflightmcp/preflight/gateway/internal/pin/sqlstore"
 	"github.com/preflightmcp/preflight/gateway/internal/redact"
+	"github.com/preflightmcp/preflight/gateway/internal/setup"
 	"github.com/preflightmcp/preflight/gateway/internal/stage"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 )
@@ -380,7 +381,7 @@ func (c *serveCmd) serveConfig(ctx context.Context, env *env, logger *slog.Logge
 	if err := selfReferential(first, c.config); err != nil {
 		return &exitError{code: exitFailure, err: err}
 	}
-	opts, err := optionsFromConfig(c.config, first)
+	opts, err := optionsFromConfig(ctx, c.config, first, logger)
 	if err != nil {
 		return err
 	}
@@ -428,7 +429,7 @@ func (c *serveCmd) reload(ctx context.Context, g *gateway.Gateway, logger *slog.
 		// Watch logged it with the file, the key and what is allowed.
 		return running
 	}
-	opts, err := optionsFromConfig(c.config, next)
+	opts, err := optionsFromConfig(ctx, c.config, next, logger)
 	if err != nil {
 		logger.Error("configuration not reloaded: the running one stays in force", "file", c.config, "error", err)
 		return running
@@ -550,7 +551,7 @@ func builtinSetup(ctx context.Context, dir string) (*gateway.Options, func(), er
 		cleanup()
 		return nil, nil, err
 	}
-	if store, err = gateway.OpenPinStore(ctx, config.Pins{Store: config.PinStoreSQLite, Path: filepath.Join(dir, pinsFile)}); err != nil {
+	if store, err = setup.OpenPinStore(ctx, config.Pins{Store: config.PinStoreSQLite, Path: filepath.Join(dir, pinsFile)}); err != nil {
 		cleanup()
 		return nil, nil, err
 	}
@@ -565,7 +566,7 @@ func builtinSetup(ctx context.Context, dir string) (*gateway.Options, func(), er
 	}
 	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	auditor, auditStore, err := gateway.OpenAudit(actx, builtinAuditStore(dir), nil)
+	auditor, auditStore, err := setup.OpenAudit(actx, builtinAuditStore(dir), nil)
 	if err != nil {
 		cleanup()
 		return nil, nil, fmt.Errorf("the built-in setup's audit log: %w", err)

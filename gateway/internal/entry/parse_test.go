@@ -514,3 +514,22 @@ func TestDeepNestingKeepsTheID(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkReencode measures what forwarding what was judged costs on the
+// passthrough: the request built from the judged members (entry.Request),
+// beside reading it (BenchmarkParse).
+func BenchmarkReencode(b *testing.B) {
+	m, err := Parse([]byte(benchCall))
+	if err != nil {
+		b.Fatal(err)
+	}
+	args, err := m.CanonicalArguments()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(benchCall)))
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = Request(json.RawMessage("1"), m.Method, Params{Name: "search_issues", Arguments: args, Meta: m.Meta})
+	}
+}

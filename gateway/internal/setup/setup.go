@@ -1,9 +1,16 @@
-package gateway
+// Package setup turns a configuration (package gateway/config) into the
+// gateway's Options: it opens the stores the configuration names (SQLite
+// or PostgreSQL audit, pins and approvals; Redis state), compiles the
+// servers' rules into a Resolver, and maps every other section, naming the
+// key of what the gateway cannot do. It is the one place configuration
+// meets the runtime packages, which take their own options.
+package setup
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -14,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/preflightmcp/preflight/disclose"
+	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/internal/approval"
 	approvalsql "github.com/preflightmcp/preflight/gateway/internal/approval/sqlstore"
@@ -32,39 +40,40 @@ import (
 	"github.com/preflightmcp/preflight/requeststate"
 )
 
-// OptionsFromConfig maps a configuration read by package config onto
+// Options maps a configuration read by package config onto the gateway's
 // Options: each server becomes an UpstreamSpec (in the order of their
 // names), and the servers' trust, overrides and rules a Resolver of
-// deployer rules and the shipped rules pack ([RulesResolver]).
+// deployer rules and the shipped rules pack ([RulesResolver]). ctx bounds
+// opening the stores it names; logger is the gateway's (nil discards).
 //
-// The auth section becomes [Options.Auth] (package auth: static tokens,
+// The auth section becomes Options.Auth (package auth: static tokens,
 // an OAuth resource server). What the configuration sets and the gateway
 // cannot do is an error naming the key, never silently dropped: a server
 // left unprefixed in front of several. Listen is left to the
 // command that serves the gateway. Servers whose disclose is true
-// (disclosure.enabled is its default) become [Options.Disclosure], with
+// (disclosure.enabled is its default) become Options.Disclosure, with
 // disclosure.ttl and, for disclosure.store redis, a gateway/redisstore
 // store on redis.url under redis.prefix + "disclose:", whose client
-// [Gateway.Close] closes. requestState's keys become [Options.Ring], shared
+// Gateway.Close closes. requestState's keys become Options.Ring, shared
 // by every replica with the same keys; an approvals section becomes
-// [Options.Approvals] (see approvalsFromConfig); redis.url becomes
-// [Options.State] (single-use confirmations and notifications shared by
+// Options.Approvals (see approvalsFromConfig); redis.url becomes
+// Options.State (single-use confirmations and notifications shared by
 // replicas, under redis.prefix + "state:"), which Gateway.Close closes. Unless every server's pin
-// is off, the pins section becomes [Options.Pinner], over the store
+// is off, the pins section becomes Options.Pinner, over the store
 // [OpenPinStore] opens (which Gateway.Close closes), with each server's pin
 // as its mode.
 // The audit section opens its store (SQLite at
 // audit.path or [config.DefaultAuditPath], or PostgreSQL) into
-// [Options.Auditor] and [Options.AuditStore], which Gateway.Close
-// closes; the redaction section becomes [Options.Redactor].
+// Options.Auditor and Options.AuditStore, which Gateway.Close
+// closes; the redaction section becomes Options.Redactor.
 // Decisions are on ([DecisionsFromConfig]).
-func OptionsFromConfig(cfg *config.Config) (*Options, error) {
+func Options(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*gateway.Options, error) {
 	if cfg == nil || len(cfg.Servers) == 0 {
 		return nil, errors.New("configuration: servers: at least one server is required")
 	}
 	var errs []error
 	names := cfg.Names()
-	opts := &Options{}
+	opts := &gateway.Options{Logger: logger}
 	if !cfg.Auth.IsZero() {
 		a, err := auth.New(cfg.Auth, &auth.Options{Addr: cfg.Listen.HTTP})
 		if err != nil {
@@ -97,7 +106,7 @@ func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 		default:
 			errs = append(errs, fmt.Errorf("configuration: servers.%s.type: %q is not a transport the gateway speaks (stdio, http, sse)", name, s.Type))
 		}
-		opts.Upstreams = append(opts.Upstreams, UpstreamSpec{
+		opts.Upstreams = append(opts.Upstreams, gateway.UpstreamSpec{
 			Name:           name,
 			Transport:      transport,
 			Command:        s.Command,
@@ -121,7 +130,7 @@ func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	r, err := RulesResolverFromConfig(cfg, nil)
+	r, err := RulesResolverFromConfig(cfg, &RulesOptions{Logger: logger})
 	if err != nil {
 		return nil, err
 	}
@@ -137,10 +146,10 @@ func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 			Within: time.Duration(rt.Within), Budget: rt.Budget, Refill: time.Duration(rt.Refill)}
 	}
 	if e := cfg.Metrics.Enabled; e != nil && !*e {
-		opts.Metrics = &MetricsOptions{Off: true}
+		opts.Metrics = &gateway.MetricsOptions{Off: true}
 	}
 	if len(disclosed) > 0 {
-		d := &Disclosure{Servers: disclosed, Options: disclose.Options{TTL: time.Duration(cfg.Disclosure.TTL)}}
+		d := &gateway.Disclosure{Servers: disclosed, Options: disclose.Options{TTL: time.Duration(cfg.Disclosure.TTL)}}
 		if cfg.Disclosure.Store == config.StoreRedis {
 			ropts, err := redis.ParseURL(cfg.Redis.URL)
 			if err != nil {
@@ -175,25 +184,25 @@ func OptionsFromConfig(cfg *config.Config) (*Options, error) {
 			return nil, fmt.Errorf("configuration: redis: %w", err)
 		}
 		opts.State = st
-		opts.closers = append(opts.closers, st.Close)
+		opts.Closers = append(opts.Closers, st.Close)
 	}
 	if !cfg.Approvals.IsZero() {
-		if err := approvalsFromConfig(cfg, opts); err != nil {
+		if err := approvalsFromConfig(ctx, cfg, opts); err != nil {
 			_ = opts.Close()
 			return nil, err
 		}
 	}
 	if pinning(cfg) {
-		store, err := OpenPinStore(context.Background(), cfg.Pins)
+		store, err := OpenPinStore(ctx, cfg.Pins)
 		if err != nil {
 			_ = opts.Close()
 			return nil, err
 		}
 		opts.Pinner = pin.New(store, &pin.Options{Mode: PinModes(cfg)})
-		opts.closers = append(opts.closers, store.Close)
+		opts.Closers = append(opts.Closers, store.Close)
 	}
 	if cfg.Audit.Store != config.AuditOff {
-		if err := auditFromConfig(cfg.Audit, opts); err != nil {
+		if err := auditFromConfig(ctx, cfg.Audit, opts); err != nil {
 			_ = opts.Close()
 			return nil, err
 		}
@@ -210,9 +219,9 @@ const openTimeout = 30 * time.Second
 // notifications over the Redis of redis.url when there is one (so that an
 // approval given on one replica releases the call waiting on another),
 // in this process otherwise. What it opens, Gateway.Close closes.
-func approvalsFromConfig(cfg *config.Config, opts *Options) error {
+func approvalsFromConfig(ctx context.Context, cfg *config.Config, opts *gateway.Options) error {
 	a := cfg.Approvals
-	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	var store approval.Store
 	switch a.Store {
@@ -225,7 +234,7 @@ func approvalsFromConfig(cfg *config.Config, opts *Options) error {
 		if err != nil {
 			return fmt.Errorf("configuration: approvals.store: %w", err)
 		}
-		opts.closers = append(opts.closers, s.Close)
+		opts.Closers = append(opts.Closers, s.Close)
 		store = s
 	}
 	o := &approval.Options{TTL: time.Duration(a.TTL), UseWindow: time.Duration(a.UseWindow), Admins: slices.Clone(a.Admins), Logger: opts.Logger}
@@ -234,35 +243,6 @@ func approvalsFromConfig(cfg *config.Config, opts *Options) error {
 	}
 	opts.Approvals = approval.New(store, o)
 	return nil
-}
-
-// Close closes what OptionsFromConfig opened (the audit log, the pin,
-// approval and disclosure stores, Redis clients) for options that no
-// gateway took over: a mapping that failed half-way, a gateway that could
-// not be built, a reload whose running gateway keeps its own stores. A
-// Gateway built from the options closes them itself in [Gateway.Close].
-// Closing twice is harmless.
-func (o *Options) Close() error {
-	var errs []error
-	if o.Auditor != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
-		errs = append(errs, o.Auditor.Close(ctx))
-		cancel()
-		o.Auditor = nil
-	}
-	if o.AuditStore != nil {
-		errs = append(errs, o.AuditStore.Close())
-		o.AuditStore = nil
-	}
-	if d := o.Disclosure; d != nil && d.Close != nil {
-		errs = append(errs, d.Close())
-		d.Close = nil
-	}
-	for _, c := range o.closers {
-		errs = append(errs, c())
-	}
-	o.closers = nil
-	return errors.Join(errs...)
 }
 
 // pinning reports whether some server's definitions are pinned.
@@ -335,7 +315,7 @@ func redactorFromConfig(r config.Redaction) (*redact.Redactor, error) {
 
 // auditFromConfig opens the audit section's store and sets opts.Auditor
 // and opts.AuditStore.
-func auditFromConfig(a config.Audit, opts *Options) error {
+func auditFromConfig(ctx context.Context, a config.Audit, opts *gateway.Options) error {
 	spec, err := a.StoreSpec(os.LookupEnv)
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
@@ -344,7 +324,7 @@ func auditFromConfig(a config.Audit, opts *Options) error {
 		hints.EffectRead: audit.Level(a.Levels.Read), hints.EffectWrite: audit.Level(a.Levels.Write),
 		hints.EffectExternal: audit.Level(a.Levels.External), hints.EffectDelete: audit.Level(a.Levels.Delete),
 	}}
-	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	auditor, store, err := OpenAudit(ctx, spec, ao)
 	if err != nil {
@@ -356,7 +336,8 @@ func auditFromConfig(a config.Audit, opts *Options) error {
 
 // OpenAudit opens the audit store spec names (package auditstore:
 // sqlite:PATH, whose directory it creates, or a postgres:// URL) and an
-// Auditor writing to it, for [Options.Auditor] and [Options.AuditStore].
+// Auditor writing to it, for the gateway's Options.Auditor and
+// Options.AuditStore.
 func OpenAudit(ctx context.Context, spec string, o *audit.Options) (*audit.Auditor, audit.Store, error) {
 	if path, ok := strings.CutPrefix(spec, "sqlite:"); ok && path != "" {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {

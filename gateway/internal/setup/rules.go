@@ -1,4 +1,4 @@
-package gateway
+package setup
 
 import (
 	"context"
@@ -29,8 +29,7 @@ type RulesOptions struct {
 	// selects ([pack.Detect]) when it is trusted, none when it is not.
 	Packs map[string][]string
 	// Logger receives rules that do not fit an upstream's tools and
-	// resolutions with problems. Nil means the log of the gateway the
-	// resolver is given to.
+	// resolutions with problems. Nil discards them.
 	Logger *slog.Logger
 }
 
@@ -42,9 +41,6 @@ type RulesResolver struct {
 	cfg    rules.Config
 	packs  map[string][]string // explicit
 	logger *slog.Logger
-	// gatewayLogs: no Logger was given; the gateway that first uses the
-	// resolver gives its own.
-	gatewayLogs bool
 
 	mu       sync.Mutex
 	rules    *rules.Rules
@@ -94,11 +90,10 @@ func NewRulesResolver(cfg rules.Config, opts *RulesOptions) (*RulesResolver, err
 	if opts != nil {
 		o = *opts
 	}
-	unset := o.Logger == nil
-	if unset {
+	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &RulesResolver{cfg: cfg, packs: o.Packs, logger: o.Logger, gatewayLogs: unset,
+	r := &RulesResolver{cfg: cfg, packs: o.Packs, logger: o.Logger,
 		detected: map[string]string{}, listings: map[string]*catalog.Listing{}, expanded: map[string]map[int][]string{}}
 	if r.cfg.Servers == nil {
 		r.cfg.Servers = map[string]rules.Server{}
@@ -226,10 +221,17 @@ func (r *RulesResolver) compile() (*rules.Rules, error) {
 	return rules.Compile(cfg)
 }
 
-// update gives the rules the upstream's current tools when its listing
-// changed since they were last given, detecting its pack first. It is
-// cheap when nothing changed.
-func (r *RulesResolver) update(name string, l *catalog.Listing, info *mcp.Implementation) *rules.Rules {
+// Listed implements gateway.ListingObserver: the rules are checked (and
+// their tool globs expanded) against an upstream's tools as soon as it
+// lists them, not at its first call.
+func (r *RulesResolver) Listed(name string, l *catalog.Listing, info *mcp.Implementation) {
+	r.listed(name, l, info)
+}
+
+// listed gives the rules the upstream's current tools when its listing
+// changed since they were last given, detecting its pack first, and
+// returns the rules in force. It is cheap when nothing changed.
+func (r *RulesResolver) listed(name string, l *catalog.Listing, info *mcp.Implementation) *rules.Rules {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if l == nil || r.listings[name] == l {
@@ -293,7 +295,7 @@ func (r *RulesResolver) Resolve(ctx context.Context, q *stage.ResolveQuery) (*ca
 	rs := r.current()
 	var up rules.UpstreamResolver
 	if q.Upstream != nil {
-		rs = r.update(q.Tool.Upstream, q.Upstream.Listing(), q.Upstream.ServerInfo())
+		rs = r.listed(q.Tool.Upstream, q.Upstream.Listing(), q.Upstream.ServerInfo())
 		if q.Tool.Resolvable {
 			conn, raw := q.Upstream, q.RawArguments
 			up = rules.UpstreamFunc(func(ctx context.Context, name string, _ map[string]any) (*preflight.ResolveResult, error) {

@@ -137,14 +137,14 @@ func (g *Gateway) rebuild(ctx context.Context) *snapshot {
 	set := g.ups.Load()
 	listings := make([]*catalog.Listing, 0, len(set.members))
 	used := map[string]*catalog.Listing{}
-	rr, _ := g.resolver().(*RulesResolver)
+	rr, _ := g.resolver().(ListingObserver)
 	for _, m := range set.members {
 		c := m.conn
 		if l := c.Listing(); l != nil {
 			if rr != nil {
 				// The rules are checked against the upstream's tools as
 				// soon as it lists them, not at its first call.
-				rr.update(c.Name(), l, c.ServerInfo())
+				rr.Listed(c.Name(), l, c.ServerInfo())
 			}
 			used[c.Name()] = l
 			if n := set.specs[c.Name()].naming(); !sameNaming(n, l.Naming) {
