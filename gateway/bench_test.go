@@ -237,7 +237,7 @@ var _ = upstream.EraModern
 // that redaction scans and redacts it), and a destructive tool that does
 // nothing (so that the audit log writes it durably before and after).
 func layersServer(b *testing.B) *mcp.Server {
-	issue, err := os.ReadFile(filepath.Join("redact", "testdata", "issue.json"))
+	issue, err := os.ReadFile(filepath.Join("internal", "redact", "testdata", "issue.json"))
 	if err != nil {
 		b.Fatal(err)
 	}
