@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/preflightmcp/preflight/gateway/internal/entry"
+	"github.com/preflightmcp/preflight/gateway/internal/wire"
 )
 
 func ExampleParse() {
@@ -16,7 +17,7 @@ func ExampleParse() {
 	m, _ := entry.Parse([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call",
 		"params":{"name":"files","arguments":{"\u0061ction":"read"},"extra":"dropped"}}`))
 	args, _ := m.CanonicalArguments()
-	fmt.Printf("%s\n", entry.Request(m.ID, m.Method, entry.Params{Name: m.Name, Arguments: args, Meta: m.Meta}))
+	fmt.Printf("%s\n", wire.Request(m.ID, m.Method, wire.Params{Name: m.Name, Arguments: args, Meta: m.Meta}))
 	// Output:
 	// -32602 params.arguments.action
 	// params.arguments.action: keys "action" and "Action" differ only in case; rename one

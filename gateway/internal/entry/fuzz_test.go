@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/preflightmcp/preflight/gateway/internal/wire"
 	segjson "github.com/segmentio/encoding/json"
 )
 
@@ -247,11 +248,11 @@ func checkRequest(t *testing.T, m *Message) {
 		return
 	}
 	canon, _ := m.CanonicalArguments()
-	out := Request(m.ID, m.Method, Params{Name: m.Name, URI: m.URI, Arguments: canon, Meta: m.Meta,
+	out := wire.Request(m.ID, m.Method, wire.Params{Name: m.Name, URI: m.URI, Arguments: canon, Meta: m.Meta,
 		InputResponses: m.InputResponses, RequestState: m.RequestState})
 	r, err := Parse(out)
 	if err != nil {
-		t.Fatalf("Parse(Request(...)) of %s: %v", out, err)
+		t.Fatalf("Parse(wire.Request(...)) of %s: %v", out, err)
 	}
 	if !bytes.Equal(r.ID, m.ID) || r.Method != m.Method || r.Name != m.Name || r.URI != m.URI ||
 		r.RequestState != m.RequestState || !equalJSON(r.Arguments, m.Arguments) || !equalJSON(r.Meta, m.Meta) ||
@@ -274,12 +275,12 @@ func FuzzRequest(f *testing.F) {
 		if !validID(idRaw) {
 			idRaw, _ = json.Marshal(fmt.Sprint(id))
 		}
-		p := Params{Name: name, URI: uri, RequestState: state}
+		p := wire.Params{Name: name, URI: uri, RequestState: state}
 		if m, err := Parse([]byte(toolsCall(`{"arguments":` + args + `,"_meta":` + meta + `}`))); err == nil {
 			p.Arguments, _ = m.CanonicalArguments()
 			p.Meta = m.Meta
 		}
-		out := Request(idRaw, method, p)
+		out := wire.Request(idRaw, method, p)
 		r, err := Parse(out)
 		if err != nil {
 			t.Fatalf("Parse(%s): %v", out, err)

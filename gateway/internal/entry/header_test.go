@@ -18,22 +18,6 @@ var mirrored = &mcp.Tool{Name: "t", InputSchema: json.RawMessage(`{"type":"objec
 	"opts":{"type":"object","properties":{"dry":{"type":"boolean","x-mcp-header":"Dry-Run"}}},
 	"note":{"type":"string"}}}`)}
 
-func TestParamHeaders(t *testing.T) {
-	h := ParamHeaders(mirrored, json.RawMessage(`{"region":"eu west ","count":3,"opts":{"dry":true},"note":"n"}`))
-	want := map[string]string{"Mcp-Param-Region": "=?base64?ZXUgd2VzdCA=?=", "Mcp-Param-Count": "3", "Mcp-Param-Dry-Run": "true"}
-	if len(h) != len(want) {
-		t.Fatalf("headers %v, want %v", h, want)
-	}
-	for k, v := range want {
-		if h.Get(k) != v {
-			t.Errorf("%s = %q, want %q", k, h.Get(k), v)
-		}
-	}
-	if h := ParamHeaders(mirrored, json.RawMessage(`{"count":1.5,"region":null}`)); len(h) != 0 {
-		t.Errorf("headers of arguments no header may carry: %v", h)
-	}
-}
-
 func TestCheckHeaders(t *testing.T) {
 	m, err := Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"region":"eu","count":3}}}`))
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/rawjson"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
+	"github.com/preflightmcp/preflight/gateway/internal/wire"
 )
 
 // maxWaiting bounds the questions the entry has put to legacy clients
@@ -100,7 +101,7 @@ func (e *Entry) refuse(w http.ResponseWriter, err error) {
 		id, code, msg = pe.ID, pe.Code, pe.Message
 	}
 	e.logger.Info("request refused", "code", code, "reason", msg)
-	body := ErrorResponse(id, &jsonrpc.Error{Code: code, Message: msg})
+	body := wire.ErrorResponse(id, &jsonrpc.Error{Code: code, Message: msg})
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusBadRequest)
@@ -301,7 +302,7 @@ func (h *httpConn) event(msg []byte) bool {
 func (h *httpConn) finish(res json.RawMessage, err error) {
 	var msg []byte
 	if err != nil {
-		msg = ErrorResponse(h.id, err)
+		msg = wire.ErrorResponse(h.id, err)
 	} else {
 		msg = make([]byte, 0, len(res)+len(h.id)+32)
 		msg = append(msg, `{"jsonrpc":"2.0","id":`...)

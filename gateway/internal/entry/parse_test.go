@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/preflightmcp/preflight/gateway/internal/wire"
 )
 
 // toolsCall wraps params in a tools/call request.
@@ -337,7 +339,7 @@ func TestRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	args, _ := m.CanonicalArguments()
-	out := Request(m.ID, m.Method, Params{Name: m.Name, Arguments: args, Meta: m.Meta, InputResponses: m.InputResponses, RequestState: m.RequestState})
+	out := wire.Request(m.ID, m.Method, wire.Params{Name: m.Name, Arguments: args, Meta: m.Meta, InputResponses: m.InputResponses, RequestState: m.RequestState})
 	var got struct {
 		JSONRPC string
 		ID      string
@@ -372,15 +374,15 @@ func TestRequest(t *testing.T) {
 	for _, tt := range []struct {
 		id     json.RawMessage
 		method string
-		p      Params
+		p      wire.Params
 		want   string
 	}{
-		{nil, "notifications/initialized", Params{}, `{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`},
-		{json.RawMessage(`3`), "resources/read", Params{URI: "file:///a\"b"}, `{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"file:///a\"b"}}`},
-		{json.RawMessage(`"x"`), "tools/call", Params{Name: "a\x01\xff", Arguments: json.RawMessage(`{}`)},
+		{nil, "notifications/initialized", wire.Params{}, `{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`},
+		{json.RawMessage(`3`), "resources/read", wire.Params{URI: "file:///a\"b"}, `{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"file:///a\"b"}}`},
+		{json.RawMessage(`"x"`), "tools/call", wire.Params{Name: "a\x01\xff", Arguments: json.RawMessage(`{}`)},
 			`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"a\u0001\ufffd","arguments":{}}}`},
 	} {
-		if got := string(Request(tt.id, tt.method, tt.p)); got != tt.want {
+		if got := string(wire.Request(tt.id, tt.method, tt.p)); got != tt.want {
 			t.Errorf("Request = %s, want %s", got, tt.want)
 		}
 	}
@@ -516,7 +518,7 @@ func TestDeepNestingKeepsTheID(t *testing.T) {
 }
 
 // BenchmarkReencode measures what forwarding what was judged costs on the
-// passthrough: the request built from the judged members (entry.Request),
+// passthrough: the request built from the judged members (wire.Request),
 // beside reading it (BenchmarkParse).
 func BenchmarkReencode(b *testing.B) {
 	m, err := Parse([]byte(benchCall))
@@ -530,6 +532,6 @@ func BenchmarkReencode(b *testing.B) {
 	b.SetBytes(int64(len(benchCall)))
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = Request(json.RawMessage("1"), m.Method, Params{Name: "search_issues", Arguments: args, Meta: m.Meta})
+		_ = wire.Request(json.RawMessage("1"), m.Method, wire.Params{Name: "search_issues", Arguments: args, Meta: m.Meta})
 	}
 }

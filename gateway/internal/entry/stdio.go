@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/preflightmcp/preflight/gateway/internal/wire"
 )
 
 // maxPendingStdio bounds the readings a stdio connection keeps for
@@ -62,7 +63,7 @@ func (c *stdioConn) read() {
 	for {
 		line, err := readLine(r)
 		if errors.Is(err, errLineTooLong) {
-			c.answer(ErrorResponse(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("message is larger than %d bytes", MaxBytes)}))
+			c.answer(wire.ErrorResponse(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("message is larger than %d bytes", MaxBytes)}))
 			continue
 		}
 		if len(trimSpace(line)) > 0 {
@@ -97,7 +98,7 @@ func (c *stdioConn) admit(line []byte) jsonrpc.Message {
 			id, code, text = pe.ID, pe.Code, pe.Message
 		}
 		c.e.logger.Info("request refused", "code", code, "reason", text)
-		c.answer(ErrorResponse(id, &jsonrpc.Error{Code: code, Message: text}))
+		c.answer(wire.ErrorResponse(id, &jsonrpc.Error{Code: code, Message: text}))
 		return nil
 	}
 	msg, err := jsonrpc.DecodeMessage(line)
@@ -105,7 +106,7 @@ func (c *stdioConn) admit(line []byte) jsonrpc.Message {
 		// Parse is the stricter reader: this is a bug, reported, not a
 		// crash.
 		c.e.logger.Error("a message the entry accepted could not be decoded", "error", err)
-		c.answer(ErrorResponse(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "Invalid Request"}))
+		c.answer(wire.ErrorResponse(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "Invalid Request"}))
 		return nil
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok && forwarded(m.Method) {

@@ -17,9 +17,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/preflightmcp/preflight/gateway/internal/call"
-	"github.com/preflightmcp/preflight/gateway/internal/entry"
 	"github.com/preflightmcp/preflight/gateway/internal/rawjson"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
+	"github.com/preflightmcp/preflight/gateway/internal/wire"
 )
 
 // maxEvent bounds one message of a passed-through response, as the SDK
@@ -51,7 +51,7 @@ func headers(c *call.Call) http.Header {
 	if c.Tool != nil {
 		tool = c.Tool.Tool
 	}
-	for k, v := range entry.ParamHeaders(tool, c.Arguments) {
+	for k, v := range wire.ParamHeaders(tool, c.Arguments) {
 		h[k] = v
 	}
 	return h
@@ -72,7 +72,7 @@ func passable(c *call.Call) bool {
 // response is returned, an input_required one with its requestState sealed
 // into the gateway's own and its keys namespaced as on the decoded path.
 func (f *Forward) passthrough(ctx context.Context, c *call.Call) (json.RawMessage, error) {
-	body := entry.Request(json.RawMessage("1"), c.Method, entry.Params{Name: c.Target, Arguments: c.Arguments, Meta: c.Meta})
+	body := wire.Request(json.RawMessage("1"), c.Method, wire.Params{Name: c.Target, Arguments: c.Arguments, Meta: c.Meta})
 	resp, cancel, err := c.Upstream.Post(ctx, body, headers(c))
 	if err != nil {
 		return nil, upstreamError(c.Upstream, err)

@@ -19,9 +19,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/preflightmcp/preflight/gateway/internal/call"
-	"github.com/preflightmcp/preflight/gateway/internal/entry"
 	"github.com/preflightmcp/preflight/gateway/internal/rawjson"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
+	"github.com/preflightmcp/preflight/gateway/internal/wire"
 )
 
 // cancelTimeout bounds telling an upstream that a call was abandoned.
@@ -72,7 +72,7 @@ func (f *Forward) sessionPassthrough(ctx context.Context, c *call.Call) (json.Ra
 		return nil, upstreamError(c.Upstream, upstream.ErrSessionGone)
 	}
 	upID := f.seq.next("call")
-	body := entry.Request(upID, c.Method, entry.Params{Name: c.Target, Arguments: c.Arguments, Meta: c.Meta})
+	body := wire.Request(upID, c.Method, wire.Params{Name: c.Target, Arguments: c.Arguments, Meta: c.Meta})
 
 	ctx, cancel := context.WithCancel(ctx)
 	var questions sync.WaitGroup
@@ -187,7 +187,7 @@ func (f *Forward) relayQuestion(ctx context.Context, c *call.Call, upSession, me
 		return f.postAnswer(ctx, c.Upstream, upSession, body)
 	}
 	refuse := func(msg string) {
-		_ = post(ctx, entry.ErrorResponse(id, internalError("%s", msg)))
+		_ = post(ctx, wire.ErrorResponse(id, internalError("%s", msg)))
 	}
 	if !declared(method, c.Client.Capabilities) {
 		f.logger.Info("upstream question refused: the client did not declare it", "tool", c.Name, "method", method)
