@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
@@ -22,7 +23,9 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/stage"
 	"github.com/preflightmcp/preflight/gateway/internal/state"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/firstwins"
 	"github.com/preflightmcp/preflight/internal/wiretest"
+	"github.com/preflightmcp/preflight/lint"
 )
 
 // elicitCaps are a 2026-07-28 client's capabilities with form elicitation.
@@ -530,5 +533,41 @@ func TestConfirmStateUnavailable(t *testing.T) {
 	r = p.Call(t, "tools/call", toolCall("manage_files", map[string]any{"action": "read", "path": "notes.txt"}, nil, ""))
 	if r.Error != nil || r.Result["isError"] == true {
 		t.Errorf("read: %s", r.Raw)
+	}
+}
+
+// TestListingSaysWhatTheGatewayDoes: a tool the gateway asks about before
+// every call (declared destructive, without requiresConfirmation) is listed
+// with mcp.dev/requiresConfirmation true, so that lint against the gateway
+// reports what the gateway does, not the upstream's raw declaration; in
+// dry-run, when nothing is asked, the listing is the upstream's.
+func TestListingSaysWhatTheGatewayDoes(t *testing.T) {
+	for _, mode := range []stage.Mode{stage.Enforce, stage.DryRun} {
+		t.Run(string(mode), func(t *testing.T) {
+			up := gateway.UpstreamSpec{Name: "fw", Command: firstwins.Build(t), Args: []string{"-dir", t.TempDir()}}
+			_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{up}, Decisions: &stage.DecideOptions{Mode: mode}})
+			r := wiretest.Stateless(url, nil).Call(t, "tools/list", nil)
+			if r.Error != nil {
+				t.Fatal(r.Raw)
+			}
+			body, _ := json.Marshal(map[string]any{"tools": r.Result["tools"]})
+			target, err := lint.ParseCatalog(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var unconfirmed int
+			for _, f := range lint.Findings(target) {
+				if f.Check == lint.CheckDestructiveUnconfirmed {
+					unconfirmed++
+				}
+			}
+			marked := strings.Contains(string(r.Raw), `"mcp.dev/requiresConfirmation":true`)
+			switch {
+			case mode == stage.Enforce && (!marked || unconfirmed != 0):
+				t.Errorf("enforced: requiresConfirmation listed %v, lint finds %d destructive-unconfirmed: %s", marked, unconfirmed, r.Raw)
+			case mode == stage.DryRun && (marked || unconfirmed != 1):
+				t.Errorf("dry run: requiresConfirmation listed %v, lint finds %d destructive-unconfirmed", marked, unconfirmed)
+			}
+		})
 	}
 }

@@ -274,6 +274,7 @@ type Gateway struct {
 	stages  []call.Stage // of chain, outermost first
 	entry   *entry.Entry
 	pinner  *pin.Pinner
+	decider *stage.Decider    // nil when decisions are off
 	pins    map[string]pinned // by upstream (rebuild goroutine only)
 	metrics *metrics.Metrics  // nil when off
 
@@ -426,6 +427,7 @@ func (g *Gateway) newStages(st *state.Store) ([]call.Stage, error) {
 		if err != nil {
 			return nil, fmt.Errorf("gateway: decisions: %w", err)
 		}
+		g.decider = d
 		stages = append(stages, &stage.Decide{Decider: d},
 			stage.NewAsk(stage.Ask{Ring: o.Ring, Audience: o.Name, Nonces: st.Nonces,
 				TTL: o.ConfirmTTL, Wait: o.ConfirmWait, Resumer: g.forward, Logger: logger}))

@@ -170,7 +170,7 @@ func (g *Gateway) rebuild(ctx context.Context) *snapshot {
 			continue
 		}
 		want[t.Exposed] = t.Upstream + "\x00" + string(t.Raw)
-		listing := toolListing(t)
+		listing := toolListing(g.asListed(t))
 		if g.disclosure != nil && g.discloses(t.Upstream) {
 			listing = g.minimalListing(t, listing)
 		}
@@ -346,6 +346,37 @@ func (g *Gateway) syncTemplate(t *catalog.Template) error {
 	return nil
 }
 
+// asListed returns t as the gateway lists it: with
+// mcp.dev/requiresConfirmation true in its _meta when the gateway asks
+// before every call of it (its decisions by default), so that what a
+// client or lint reads of the listing is what the gateway does.
+func (g *Gateway) asListed(t *catalog.Tool) *catalog.Tool {
+	if g.decider == nil || !g.decider.StaticConfirms(t) {
+		return t
+	}
+	if h, err := hints.Read(t.Tool.Meta); err == nil && h.RequiresConfirmation != nil && *h.RequiresConfirmation {
+		return t
+	}
+	meta, ok, err := rawjson.Get(t.Raw, "_meta")
+	if err != nil {
+		return t
+	}
+	if !ok || len(meta) == 0 || meta[0] != '{' {
+		meta = json.RawMessage("{}")
+	}
+	meta, err = rawjson.Set(meta, preflight.MetaRequiresConfirmation, json.RawMessage("true"))
+	if err != nil {
+		return t
+	}
+	raw, err := rawjson.Set(t.Raw, "_meta", meta)
+	if err != nil {
+		return t
+	}
+	tt := *t
+	tt.Raw = raw
+	return &tt
+}
+
 // toolListing precomputes a tool's JSON for both kinds of tools/list: the
 // upstream's bytes with the exposed name, the seed's resolve: true (the
 // gateway resolves every tool), and the extension's marker in _meta only
@@ -422,7 +453,16 @@ func (g *Gateway) toolResolver() resolve.Resolver {
 		if c == nil || c.Resolution == nil || c.Name != rc.Name {
 			return resolve.Resolution{}, fmt.Errorf("tools/resolve of %q did not come through the gateway's chain", rc.Name)
 		}
-		return *c.Resolution.AsResolution(), nil
+		r := *c.Resolution.AsResolution()
+		if g.decider != nil {
+			// The answer says what the gateway will do with this call:
+			// a call it will ask about requires confirmation.
+			if d := g.decider.Decide(c); d.Verdict == call.Confirm && !d.DryRun {
+				yes := true
+				r.Hints.RequiresConfirmation = &yes
+			}
+		}
+		return r, nil
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"path"
 
 	"github.com/preflightmcp/preflight/gateway/internal/call"
+	"github.com/preflightmcp/preflight/gateway/internal/catalog"
 	"github.com/preflightmcp/preflight/gateway/internal/rules"
 	"github.com/preflightmcp/preflight/hints"
 	"github.com/preflightmcp/preflight/policy"
@@ -198,6 +199,28 @@ func (d *Decider) Decide(c *call.Call) *call.Decision {
 			return out
 		}
 	}
+	defaults(eff, out)
+	return out
+}
+
+// StaticConfirms reports whether the gateway asks before every call of t
+// that it knows nothing more of than its declaration: by the defaults
+// (delete, destructive or requiresConfirmation; the deployer's rules,
+// which may read the arguments, are left to each call), enforced. The
+// gateway's listing says so in the tool's mcp.dev/requiresConfirmation, so
+// that a client or a lint reading the listing sees what the gateway does.
+func (d *Decider) StaticConfirms(t *catalog.Tool) bool {
+	if t == nil || t.Tool == nil || d.modeOf(t.Upstream) == DryRun {
+		return false
+	}
+	var out call.Decision
+	defaults(policy.Evaluate(policy.Input{Static: t.Tool.Annotations, StaticHints: Static(t).Hints}), &out)
+	return out.Verdict == call.Confirm
+}
+
+// defaults sets out's verdict and reason by the defaults: confirm what
+// requires confirmation, deletes or destroys; allow the rest.
+func defaults(eff policy.Effective, out *call.Decision) {
 	switch {
 	case eff.RequiresConfirmation.Value && given(eff.RequiresConfirmation.Source):
 		out.Verdict, out.Reason = call.Confirm, "the call requires confirmation (requiresConfirmation, from "+sourceWords(eff.RequiresConfirmation.Source)+")"
@@ -212,7 +235,6 @@ func (d *Decider) Decide(c *call.Call) *call.Decision {
 	default:
 		out.Verdict, out.Reason = call.Allow, reasonWrite
 	}
-	return out
 }
 
 // match tries the rules in order and fills out from the first that
