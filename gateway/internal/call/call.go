@@ -169,6 +169,16 @@ type Client struct {
 	Header http.Header
 	// Conn reaches the client while the call runs. Never nil.
 	Conn Conn
+	// Session is the client's session with the gateway, nil when the
+	// request has none (a 2026-07-28 request served by the entry).
+	// Subscriptions belong to it and end with it.
+	Session Session
+}
+
+// Session is a client's session with the gateway's SDK server.
+type Session interface {
+	// Wait returns when the session has ended.
+	Wait() error
 }
 
 // Modern reports a 2026-07-28 (or later) request: no session; questions

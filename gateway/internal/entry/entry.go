@@ -226,6 +226,9 @@ func sdkClient(ctx context.Context, req mcp.Request) *call.Client {
 	}
 	ss, _ := req.GetSession().(*mcp.ServerSession)
 	c.Conn = &sdkConn{ctx: ctx, ss: ss, rounds: c.Modern()}
+	if ss != nil {
+		c.Session = ss
+	}
 	return c
 }
 

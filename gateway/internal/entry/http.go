@@ -45,7 +45,9 @@ type httpEntry struct {
 	sdk http.Handler
 }
 
-func (h *httpEntry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *httpEntry) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	w := withWriteDeadlines(rw)
+	defer w.disarm()
 	r.Header.Del(tokenHeader)
 	session := r.Header.Get("Mcp-Session-Id")
 	version := r.Header.Get("Mcp-Protocol-Version")
@@ -53,6 +55,7 @@ func (h *httpEntry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodDelete && legacy:
 		h.e.live.endSession(session, principalOf(r))
+		h.e.checked.forget(session) // whoever asks: the next call is checked again
 		h.sdk.ServeHTTP(w, r)
 		return
 	case r.Method != http.MethodPost:
@@ -152,7 +155,9 @@ func (h *httpEntry) direct(w http.ResponseWriter, r *http.Request, msg *Message,
 		}
 		client.Capabilities = metaCapabilities(msg.Meta)
 	}
-	conn := &httpConn{e: e, w: w, session: session, principal: principal, rounds: !legacy, id: msg.ID}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	conn := &httpConn{e: e, w: w, session: session, principal: principal, rounds: !legacy, id: msg.ID, cancel: cancel}
 	client.Conn = conn
 	if !legacy {
 		// The headers must say what the body says: routers between the
@@ -167,11 +172,7 @@ func (h *httpEntry) direct(w http.ResponseWriter, r *http.Request, msg *Message,
 		conn.finish(nil, err)
 		return true
 	}
-	ctx := r.Context()
 	if legacy {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		defer cancel()
 		key := liveKey{session, string(msg.ID)}
 		if !e.live.start(key, principal, cancel) {
 			conn.finish(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "a request with this id is already in progress"})
@@ -212,6 +213,7 @@ type httpConn struct {
 	principal string
 	rounds    bool
 	id        json.RawMessage
+	cancel    context.CancelFunc // ends the call when the client stops reading
 
 	mu        sync.Mutex
 	streaming bool
@@ -289,13 +291,22 @@ func (h *httpConn) event(msg []byte) bool {
 		h.w.WriteHeader(http.StatusOK)
 		h.streaming = true
 	}
-	if _, err := fmt.Fprintf(h.w, "event: message\ndata: %s\n\n", msg); err != nil {
+	if err := h.write(msg); err != nil {
+		// The client stopped reading (WriteTimeout) or went away: the
+		// response is over, and so is the call.
+		h.done = true
+		h.cancel()
 		return false
 	}
-	if f, ok := h.w.(http.Flusher); ok {
-		f.Flush()
-	}
 	return true
+}
+
+// write writes msg as an event and flushes it, within WriteTimeout.
+func (h *httpConn) write(msg []byte) error {
+	if _, err := fmt.Fprintf(h.w, "event: message\ndata: %s\n\n", msg); err != nil {
+		return err
+	}
+	return http.NewResponseController(h.w).Flush()
 }
 
 // finish writes the call's response: its result, or its error.
@@ -318,10 +329,7 @@ func (h *httpConn) finish(res json.RawMessage, err error) {
 	}
 	h.done = true
 	if h.streaming {
-		_, _ = fmt.Fprintf(h.w, "event: message\ndata: %s\n\n", msg)
-		if f, ok := h.w.(http.Flusher); ok {
-			f.Flush()
-		}
+		_ = h.write(msg)
 		return
 	}
 	h.w.Header().Set("Content-Type", "application/json")

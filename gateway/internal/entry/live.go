@@ -116,8 +116,10 @@ func (l *live) deliver(session, principal string, m *Message) bool {
 	return true
 }
 
-// endSession cancels a session's calls in flight and forgets its state,
-// when its client deletes it.
+// endSession cancels a session's calls in flight and forgets the
+// questions put to it, when its client deletes it. Its log level is
+// forgotten when the SDK ends the session (TrackLogLevels): a DELETE by
+// someone else, which the SDK refuses, changes nothing.
 func (l *live) endSession(session, principal string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -131,7 +133,6 @@ func (l *live) endSession(session, principal string) {
 			delete(l.waiters, k)
 		}
 	}
-	delete(l.levels, session)
 }
 
 // TrackLogLevels is a receiving middleware of the SDK server: it notes

@@ -240,24 +240,47 @@ func (c *Client) CallConfirmed(ctx context.Context, tool string, args map[string
 // must be recorded as done exactly as many times as it was made; a call
 // cut by the end of the run may be recorded once more (cut bounds how
 // many). It returns what differs, empty when the log agrees.
+//
+// The records of reads are written in batches after the calls return, so
+// a record may land shortly after its call was done: CheckAudit reads the
+// log again while records are missing, for up to auditSettle.
 func (f *Fleet) CheckAudit(ctx context.Context, since time.Time, done map[string]int, cut int64) ([]string, error) {
+	deadline := time.Now().Add(auditSettle)
+	for {
+		diffs, missing, err := f.checkAudit(ctx, since, done, cut)
+		if err != nil || !missing || time.Now().After(deadline) {
+			return diffs, err
+		}
+		select {
+		case <-ctx.Done():
+			return diffs, nil
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// auditSettle bounds the wait for batched audit records.
+const auditSettle = 10 * time.Second
+
+// checkAudit reads the log once; missing reports records not (yet) there.
+func (f *Fleet) checkAudit(ctx context.Context, since time.Time, done map[string]int, cut int64) (diffs []string, missing bool, err error) {
 	recs, err := f.Audit(ctx, audit.Filter{Since: since, Server: "files", Tool: "manage_files", Outcome: audit.OutcomeOK})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	got := map[string]int{}
 	for _, r := range recs {
 		var a map[string]any
 		if err := json.Unmarshal(r.Args, &a); err != nil {
-			return nil, fmt.Errorf("audit record %d: args %q: %w", r.ID, r.Args, err)
+			return nil, false, fmt.Errorf("audit record %d: args %q: %w", r.ID, r.Args, err)
 		}
 		got[CallKey(a)]++
 	}
-	var diffs []string
 	extra := int64(0)
 	for k, n := range got {
 		switch {
 		case n < done[k]:
+			missing = true
 			diffs = append(diffs, fmt.Sprintf("%q: done %d times, recorded %d", k, done[k], n))
 		case n > done[k]:
 			extra += int64(n - done[k])
@@ -268,8 +291,9 @@ func (f *Fleet) CheckAudit(ctx context.Context, since time.Time, done map[string
 	}
 	for k, n := range done {
 		if _, ok := got[k]; !ok {
+			missing = true
 			diffs = append(diffs, fmt.Sprintf("%q: done %d times, never recorded", k, n))
 		}
 	}
-	return diffs, nil
+	return diffs, missing, nil
 }

@@ -138,7 +138,7 @@ func New(opts *Options) *Forward {
 		f.logger = slog.New(slog.DiscardHandler)
 	}
 	f.retry = newRetrier(o.Retry, o.RetryObserver)
-	f.subs.init()
+	f.subs.init(f.logger)
 	return f
 }
 
@@ -310,6 +310,7 @@ func (f *Forward) modern(ctx context.Context, c *call.Call) (json.RawMessage, er
 	}
 	answers := unescapeAnswers(c.InputResponses)
 	rl := newRelay(c.Client.Conn)
+	defer func() { rl.flush(ctx) }() // before the result is written
 
 	var (
 		ex     upstream.Exchange
@@ -410,7 +411,9 @@ func (f *Forward) legacy(ctx context.Context, c *call.Call) (json.RawMessage, er
 	if c.Upstream.Era() >= upstream.EraModern {
 		m = modernMetaFor(c, m)
 	}
-	ex, err := c.Upstream.Start(ctx, upstream.Request{Method: c.Method, Name: c.Target, Arguments: c.Arguments, Meta: m, Peer: newRelay(c.Client.Conn)})
+	rl := newRelay(c.Client.Conn)
+	defer rl.flush(ctx) // before the result is written
+	ex, err := c.Upstream.Start(ctx, upstream.Request{Method: c.Method, Name: c.Target, Arguments: c.Arguments, Meta: m, Peer: rl})
 	if err != nil {
 		return nil, upstreamError(c.Upstream, err)
 	}

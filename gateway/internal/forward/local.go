@@ -3,8 +3,6 @@ package forward
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -62,83 +60,6 @@ func (h *complete) Serve(ctx context.Context, c *call.Call) (json.RawMessage, er
 		return nil, internalError("encoding the result: %v", err)
 	}
 	return b, nil
-}
-
-// maxSubscriptions bounds the resources subscribed to at once.
-const maxSubscriptions = 4096
-
-// subscriptions counts the clients subscribed to each resource, so that
-// the gateway subscribes to an upstream once per resource and unsubscribes
-// when the last client does.
-type subscriptions struct {
-	mu    sync.Mutex
-	count map[string]int // by upstream and URI
-}
-
-func (s *subscriptions) init() { s.count = map[string]int{} }
-
-func subKey(c *call.Call) string { return c.Upstream.Name() + "\x00" + c.Target }
-
-// subscribe is the final handler of resources/subscribe.
-type subscribe struct{ f *Forward }
-
-func (h *subscribe) Serve(ctx context.Context, c *call.Call) (json.RawMessage, error) {
-	if caps := c.Upstream.Capabilities(); caps == nil || caps.Resources == nil || !caps.Resources.Subscribe {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("the server of %q does not support subscriptions", clip(c.Name))}
-	}
-	s := &h.f.subs
-	key := subKey(c)
-	s.mu.Lock()
-	n := s.count[key]
-	if n == 0 && len(s.count) >= maxSubscriptions {
-		s.mu.Unlock()
-		return nil, internalError("too many resources subscribed to (%d)", maxSubscriptions)
-	}
-	s.count[key] = n + 1
-	s.mu.Unlock()
-	if n > 0 {
-		return json.RawMessage(`{}`), nil
-	}
-	c.UpstreamEra = c.Upstream.Era()
-	if err := c.Upstream.Subscribe(ctx, c.Target); err != nil {
-		s.mu.Lock()
-		if s.count[key]--; s.count[key] <= 0 {
-			delete(s.count, key)
-		}
-		s.mu.Unlock()
-		return nil, upstreamError(c.Upstream, err)
-	}
-	return json.RawMessage(`{}`), nil
-}
-
-// unsubscribe is the final handler of resources/unsubscribe.
-type unsubscribe struct{ f *Forward }
-
-func (h *unsubscribe) Serve(ctx context.Context, c *call.Call) (json.RawMessage, error) {
-	s := &h.f.subs
-	key := subKey(c)
-	s.mu.Lock()
-	n, ok := s.count[key]
-	switch {
-	case !ok:
-		s.mu.Unlock()
-		return json.RawMessage(`{}`), nil
-	case n > 1:
-		s.count[key] = n - 1
-		s.mu.Unlock()
-		return json.RawMessage(`{}`), nil
-	}
-	delete(s.count, key)
-	s.mu.Unlock()
-	c.UpstreamEra = c.Upstream.Era()
-	// A 2026-07-28 client unsubscribes by ending its subscriptions/listen
-	// stream, whose context the SDK then hands over already cancelled: the
-	// upstream is told all the same (Unsubscribe bounds it by the call
-	// timeout).
-	if err := c.Upstream.Unsubscribe(context.WithoutCancel(ctx), c.Target); err != nil {
-		h.f.logger.Info("upstream unsubscribe failed", "server", c.Upstream.Name(), "uri", clip(c.Name), "error", err)
-	}
-	return json.RawMessage(`{}`), nil
 }
 
 // reply is the final handler of an answer: it hands the judged answer to

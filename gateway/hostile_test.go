@@ -1,0 +1,211 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/preflightmcp/preflight/gateway"
+	"github.com/preflightmcp/preflight/internal/wiretest"
+)
+
+// subscribable is a legacy upstream with a resource and a template of
+// resources clients may subscribe to; it counts the subscriptions it is
+// asked for and ended.
+func subscribable(subs, unsubs *atomic.Int64) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "subs", Version: "1"}, &mcp.ServerOptions{
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { subs.Add(1); return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { unsubs.Add(1); return nil },
+	})
+	read := func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "a note"}}}, nil
+	}
+	s.AddResource(&mcp.Resource{URI: "mem://note", Name: "note", MIMEType: "text/plain"}, read)
+	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "mem://notes/{id}", Name: "notes"}, read)
+	return s
+}
+
+// A session's unsubscribe ends its own subscription only: one that never
+// subscribed cannot end another's.
+func TestUnsubscribeEndsOnlyYourOwn(t *testing.T) {
+	var subs, unsubs atomic.Int64
+	s := subscribable(&subs, &unsubs)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{{Name: "subs", URL: serveHTTP(t, h), Era: legacy}}})
+	ctx := context.Background()
+
+	var updates atomic.Int64
+	a := connect(t, url, legacy, nil, &mcp.ClientOptions{ResourceUpdatedHandler: func(context.Context, *mcp.ResourceUpdatedNotificationRequest) {
+		updates.Add(1)
+	}})
+	if err := a.Subscribe(ctx, &mcp.SubscribeParams{URI: "mem://note"}); err != nil {
+		t.Fatal(err)
+	}
+	b := connect(t, url, legacy, nil, nil)
+	if err := b.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "mem://note"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "mem://note"}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { return updates.Load() == 1 })
+	if n := unsubs.Load(); n != 0 {
+		t.Fatalf("a session that never subscribed ended the upstream subscription (%d unsubscribes)", n)
+	}
+	if err := a.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "mem://note"}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { return unsubs.Load() == 1 })
+	if n := subs.Load(); n != 1 {
+		t.Errorf("upstream subscribes = %d, want 1", n)
+	}
+}
+
+// A session's subscriptions end with it, and one session cannot fill the
+// gateway's table of subscriptions for everyone.
+func TestSubscriptionsEndWithTheSession(t *testing.T) {
+	var subs, unsubs atomic.Int64
+	s := subscribable(&subs, &unsubs)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{{Name: "subs", URL: serveHTTP(t, h), Era: legacy}}})
+	ctx := context.Background()
+
+	a := connect(t, url, legacy, nil, nil)
+	if err := a.Subscribe(ctx, &mcp.SubscribeParams{URI: "mem://note"}); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	waitUntil(t, func() bool { return unsubs.Load() == 1 })
+
+	greedy := connect(t, url, legacy, nil, nil)
+	n := 0
+	var refused error
+	for ; n < 1000; n++ {
+		if refused = greedy.Subscribe(ctx, &mcp.SubscribeParams{URI: "mem://notes/" + strconv.Itoa(n)}); refused != nil {
+			break
+		}
+	}
+	if refused == nil || !strings.Contains(refused.Error(), "too many resources subscribed to by this session") {
+		t.Fatalf("after %d subscriptions: %v, want a refusal of the session's", n, refused)
+	}
+	others := connect(t, url, legacy, nil, nil)
+	if err := others.Subscribe(ctx, &mcp.SubscribeParams{URI: "mem://notes/theirs"}); err != nil {
+		t.Fatalf("another session's subscribe while one is at its limit: %v", err)
+	}
+	greedy.Close()
+	waitUntil(t, func() bool { return unsubs.Load() == int64(1+n) })
+}
+
+// floodServer has a tool that sends many large progress notifications and
+// one that sends a single one.
+func floodServer(flooded chan<- struct{}) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
+	big := strings.Repeat("x", 64<<10)
+	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
+	s.AddTool(&mcp.Tool{Name: "flood", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: ro},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			for i := range 300 {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: float64(i), Message: big})
+			}
+			close(flooded)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "flooded"}}}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "tick", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: ro},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1, Message: "tick"})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ticked"}}}, nil
+		})
+	return s
+}
+
+func inMemory(s *mcp.Server) func(context.Context) (mcp.Transport, error) {
+	return func(ctx context.Context) (mcp.Transport, error) {
+		client, server := mcp.NewInMemoryTransports()
+		_, err := s.Connect(ctx, server, nil)
+		return client, err
+	}
+}
+
+// A client that stops reading its response holds up nobody: the upstream
+// still delivers its notifications, other clients still get their
+// progress, and a tool the upstream adds is still listed.
+func TestClientThatStopsReadingStallsNobody(t *testing.T) {
+	flooded := make(chan struct{})
+	s := floodServer(flooded)
+	g, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{{Name: "slow", Connect: inMemory(s)}}})
+
+	p := wiretest.Legacy(url, nil)
+	p.Initialize(t)
+
+	// A connection with a small receive buffer that never reads.
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 2048) })
+	}}
+	host := strings.TrimPrefix(strings.TrimSuffix(url, gateway.MCPPath), "http://")
+	conn, err := d.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"flood","arguments":{},"_meta":{"progressToken":"p1"}}}`
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: %s\r\nContent-Length: %d\r\n\r\n%s",
+		gateway.MCPPath, host, p.Session(), legacy, len(body), body)
+	select {
+	case <-flooded:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the upstream's notifications wait on a client that does not read them")
+	}
+
+	var progress atomic.Int64
+	v := connect(t, url, legacy, nil, &mcp.ClientOptions{ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.Add(1) }})
+	params := &mcp.CallToolParams{Name: "tick", Arguments: map[string]any{}}
+	params.SetProgressToken("v1")
+	if _, err := v.CallTool(context.Background(), params); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { return progress.Load() == 1 })
+
+	s.AddTool(&mcp.Tool{Name: "added", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+	waitUntil(t, func() bool { _, ok := g.View().Tool("added"); return ok })
+}
+
+// A deleted legacy session takes no further calls, not even from the
+// entry's memory of sessions it checked.
+func TestDeletedSessionTakesNoCalls(t *testing.T) {
+	s := floodServer(make(chan struct{}))
+	_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{{Name: "slow", Connect: inMemory(s)}}})
+	p := wiretest.Legacy(url, nil)
+	p.Initialize(t)
+	if r := p.Call(t, "tools/call", map[string]any{"name": "tick", "arguments": map[string]any{}}); r.Error != nil {
+		t.Fatalf("tick: %s", r.Raw)
+	}
+	session := p.Session()
+	p.Close() // DELETE
+
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"tick","arguments":{}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", legacy)
+	req.Header.Set("Mcp-Session-Id", session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || strings.Contains(string(b), "ticked") {
+		t.Errorf("tools/call on a deleted session: HTTP %d %s, want 404", resp.StatusCode, b)
+	}
+}
