@@ -177,7 +177,9 @@ func TestClientThatStopsReadingStallsNobody(t *testing.T) {
 	waitUntil(t, func() bool { return progress.Load() == 1 })
 
 	s.AddTool(&mcp.Tool{Name: "added", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	waitUntil(t, func() bool { _, ok := g.View().Tool("added"); return ok })
 }
 

@@ -119,12 +119,25 @@ func (p *pending) take(token string) reading {
 	return r
 }
 
+// methodListen is a 2026-07-28 client's request for notifications: the
+// SDK subscribes for it, with requests of its own that carry no headers.
+const methodListen = "subscriptions/listen"
+
+// listenerKey carries, in a subscriptions/listen's context, the principal
+// of the client listening.
+type listenerKey struct{}
+
 // Middleware is a receiving middleware of the SDK server: requests of the
 // forwarded methods become Calls, from the Message the entry read, and
 // cross the chain; the rest go on. It must be installed above the SDK
 // handlers a Call's Local serves (package resolve, package disclose).
 func (e *Entry) Middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == methodListen {
+			if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
+				ctx = context.WithValue(ctx, listenerKey{}, extra.TokenInfo.UserID)
+			}
+		}
 		if !forwarded(method) || method == call.Subscribe || method == call.Unsubscribe {
 			return next(ctx, method, req)
 		}
@@ -223,6 +236,10 @@ func sdkClient(ctx context.Context, req mcp.Request) *call.Client {
 		if extra.TokenInfo != nil {
 			c.Principal = extra.TokenInfo.UserID
 		}
+	} else if p, ok := ctx.Value(listenerKey{}).(string); ok {
+		// The SDK's own request, made from a subscriptions/listen: the
+		// listener's.
+		c.Principal = p
 	}
 	ss, _ := req.GetSession().(*mcp.ServerSession)
 	c.Conn = &sdkConn{ctx: ctx, ss: ss, rounds: c.Modern()}

@@ -19,7 +19,7 @@ var mirrored = &mcp.Tool{Name: "t", InputSchema: json.RawMessage(`{"type":"objec
 	"note":{"type":"string"}}}`)}
 
 func TestCheckHeaders(t *testing.T) {
-	m, err := Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"region":"eu","count":3}}}`))
+	m, err := Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"region":"eu","count":3},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,6 +40,7 @@ func TestCheckHeaders(t *testing.T) {
 		"param repeated":   func(h http.Header) { h.Add("Mcp-Param-Region", "us") },
 		"param for absent": func(h http.Header) { h.Set("Mcp-Param-Dry-Run", "true") },
 		"bad base64":       func(h http.Header) { h.Set("Mcp-Param-Region", "=?base64?%%%?=") },
+		"other version":    func(h http.Header) { h.Set("Mcp-Protocol-Version", "2026-08-01") },
 	} {
 		h := base()
 		change(h)
@@ -53,5 +54,21 @@ func TestCheckHeaders(t *testing.T) {
 	h.Set("Mcp-Param-Region", "=?base64?ZXU=?=")
 	if err := CheckHeaders(h, m, mirrored); err != nil {
 		t.Errorf("base64 of the argument: %v", err)
+	}
+	// The body must say its version and the client's capabilities.
+	for name, body := range map[string]string{
+		"no _meta":              `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"region":"eu","count":3}}}`,
+		"no version":            `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"region":"eu","count":3},"_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}}`,
+		"no capabilities":       `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"region":"eu","count":3},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+		"capabilities a string": `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"region":"eu","count":3},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":"all"}}}`,
+	} {
+		m, err := Parse([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var je *jsonrpc.Error
+		if err := CheckHeaders(base(), m, mirrored); !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams {
+			t.Errorf("%s: %v, want -32602", name, err)
+		}
 	}
 }

@@ -23,9 +23,12 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/wire"
 )
 
-// maxWaiting bounds the questions the entry has put to legacy clients
-// and waits on, over all sessions.
-const maxWaiting = 4096
+// Bounds of the questions the entry has put to legacy clients and waits
+// on: over all sessions, and one principal's.
+const (
+	maxWaiting             = 4096
+	maxWaitingPerPrincipal = 256
+)
 
 // Handler returns the entry over HTTP in front of sdk, the SDK server's
 // streamable HTTP handler (both eras on one URL). Every POST is read once
@@ -232,9 +235,9 @@ func (h *httpConn) Ask(ctx context.Context, method string, params mcp.InputReque
 	key := liveKey{h.session, string(qid)}
 	ch, ok := h.e.live.wait(key, h.principal)
 	if !ok {
-		return nil, fmt.Errorf("the gateway cannot put more questions to clients now (%d waiting)", maxWaiting)
+		return nil, fmt.Errorf("the gateway cannot put more questions to clients now (%d waiting, at most %d for one user)", maxWaiting, maxWaitingPerPrincipal)
 	}
-	defer h.e.live.unwait(key)
+	defer h.e.live.unwait(key, h.principal)
 	m, _ := json.Marshal(method)
 	if !h.event([]byte(`{"jsonrpc":"2.0","id":` + string(qid) + `,"method":` + string(m) + `,"params":` + string(p) + `}`)) {
 		return nil, call.ErrCannotAsk

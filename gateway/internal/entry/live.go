@@ -22,6 +22,7 @@ type live struct {
 	mu      sync.Mutex
 	calls   map[liveKey]liveCall
 	waiters map[liveKey]waiter
+	waiting map[string]int // questions waiting, by principal
 	levels  map[string]mcp.LoggingLevel
 }
 
@@ -41,6 +42,7 @@ type waiter struct {
 func (l *live) init() {
 	l.calls = map[liveKey]liveCall{}
 	l.waiters = map[liveKey]waiter{}
+	l.waiting = map[string]int{}
 	l.levels = map[string]mcp.LoggingLevel{}
 }
 
@@ -78,21 +80,27 @@ func (l *live) cancel(session, principal string, params json.RawMessage) bool {
 	return true
 }
 
-// wait registers a question put to a client; false when too many wait.
+// wait registers a question put to a client; false when too many wait,
+// in all or for this principal.
 func (l *live) wait(k liveKey, principal string) (<-chan *Message, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.waiters) >= maxWaiting {
+	if len(l.waiters) >= maxWaiting || l.waiting[principal] >= maxWaitingPerPrincipal {
 		return nil, false
 	}
 	ch := make(chan *Message, 1)
 	l.waiters[k] = waiter{principal, ch}
+	l.waiting[principal]++
 	return ch, true
 }
 
-func (l *live) unwait(k liveKey) {
+// unwait ends the wait of a question wait registered.
+func (l *live) unwait(k liveKey, principal string) {
 	l.mu.Lock()
 	delete(l.waiters, k)
+	if l.waiting[principal]--; l.waiting[principal] <= 0 {
+		delete(l.waiting, principal)
+	}
 	l.mu.Unlock()
 }
 

@@ -383,7 +383,7 @@ func (f *Forward) modern(ctx context.Context, c *call.Call) (json.RawMessage, er
 			f.logger.Info("upstream question refused: the client did not declare it", "tool", c.Name, "method", missing)
 			continue
 		}
-		p := &Parked{Exchange: ex, Relay: rl, Upstream: c.Upstream.Name()}
+		p := &Parked{Exchange: ex, Relay: rl, Upstream: c.Upstream.Name(), Principal: c.Client.Principal}
 		id, err := f.parking.Park(p)
 		if err != nil {
 			ex.Close()

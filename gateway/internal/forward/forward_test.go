@@ -64,6 +64,24 @@ func TestParkingBounds(t *testing.T) {
 	}
 }
 
+// One principal fills only its share of the parking.
+func TestParkingSharePerPrincipal(t *testing.T) {
+	m := NewMemoryParking(&MemoryParkingOptions{Max: 4, MaxPerPrincipal: 2, TTL: time.Hour})
+	defer m.Close()
+	first, _ := m.Park(&Parked{Exchange: &fakeExchange{}, Principal: "mallory"})
+	m.Park(&Parked{Exchange: &fakeExchange{}, Principal: "mallory"})
+	if _, err := m.Park(&Parked{Exchange: &fakeExchange{}, Principal: "mallory"}); !errors.Is(err, ErrParkingFull) {
+		t.Errorf("mallory's third park: %v, want ErrParkingFull", err)
+	}
+	if _, err := m.Park(&Parked{Exchange: &fakeExchange{}, Principal: "alice"}); err != nil {
+		t.Errorf("alice's park while mallory is at her share: %v", err)
+	}
+	m.Take(first)
+	if _, err := m.Park(&Parked{Exchange: &fakeExchange{}, Principal: "mallory"}); err != nil {
+		t.Errorf("mallory's park after one of hers was taken: %v", err)
+	}
+}
+
 func TestParkingExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := NewMemoryParking(nil)

@@ -16,6 +16,9 @@ type Parked struct {
 	Exchange upstream.Exchange
 	Relay    *relay
 	Upstream string
+	// Principal is the user the call is for: each principal has a share
+	// of the parking.
+	Principal string
 }
 
 // Parking holds parked calls between a client's requests. It is the one
@@ -37,6 +40,9 @@ type Parking interface {
 const (
 	DefaultParkedTTL = 5 * time.Minute
 	DefaultMaxParked = 1024
+	// DefaultMaxParkedPerPrincipal bounds one principal's parked calls,
+	// so that no principal fills the parking for the others.
+	DefaultMaxParkedPerPrincipal = 256
 )
 
 // MemoryParkingOptions configure [NewMemoryParking]. Nil means defaults.
@@ -47,15 +53,19 @@ type MemoryParkingOptions struct {
 	// Max bounds the calls parked at once; Park fails beyond it. Zero
 	// means DefaultMaxParked.
 	Max int
+	// MaxPerPrincipal bounds one principal's. Zero means
+	// DefaultMaxParkedPerPrincipal (or Max, when that is smaller).
+	MaxPerPrincipal int
 }
 
 // MemoryParking is the in-process [Parking].
 type MemoryParking struct {
-	ttl    time.Duration
-	max    int
-	mu     sync.Mutex
-	calls  map[string]*parkedEntry
-	closed bool
+	ttl          time.Duration
+	max, maxEach int
+	mu           sync.Mutex
+	calls        map[string]*parkedEntry
+	byPrincipal  map[string]int
+	closed       bool
 }
 
 type parkedEntry struct {
@@ -65,13 +75,18 @@ type parkedEntry struct {
 
 // NewMemoryParking returns an empty in-process parking.
 func NewMemoryParking(opts *MemoryParkingOptions) *MemoryParking {
-	m := &MemoryParking{ttl: DefaultParkedTTL, max: DefaultMaxParked, calls: map[string]*parkedEntry{}}
+	m := &MemoryParking{ttl: DefaultParkedTTL, max: DefaultMaxParked, maxEach: DefaultMaxParkedPerPrincipal,
+		calls: map[string]*parkedEntry{}, byPrincipal: map[string]int{}}
 	if opts != nil && opts.TTL > 0 {
 		m.ttl = opts.TTL
 	}
 	if opts != nil && opts.Max > 0 {
 		m.max = opts.Max
 	}
+	if opts != nil && opts.MaxPerPrincipal > 0 {
+		m.maxEach = opts.MaxPerPrincipal
+	}
+	m.maxEach = min(m.maxEach, m.max)
 	return m
 }
 
@@ -89,6 +104,10 @@ func (m *MemoryParking) Park(p *Parked) (string, error) {
 	if len(m.calls) >= m.max {
 		return "", fmt.Errorf("%w (%d)", ErrParkingFull, m.max)
 	}
+	if m.byPrincipal[p.Principal] >= m.maxEach {
+		return "", fmt.Errorf("%w for this user (%d): answer or abandon some first", ErrParkingFull, m.maxEach)
+	}
+	m.byPrincipal[p.Principal]++
 	e := &parkedEntry{p: p}
 	e.timer = time.AfterFunc(m.ttl, func() {
 		if p, ok := m.Take(id); ok {
@@ -108,6 +127,9 @@ func (m *MemoryParking) Take(id string) (*Parked, bool) {
 		return nil, false
 	}
 	delete(m.calls, id)
+	if m.byPrincipal[e.p.Principal]--; m.byPrincipal[e.p.Principal] <= 0 {
+		delete(m.byPrincipal, e.p.Principal)
+	}
 	e.timer.Stop()
 	return e.p, true
 }
@@ -124,6 +146,7 @@ func (m *MemoryParking) Close() {
 	m.mu.Lock()
 	calls := m.calls
 	m.calls = map[string]*parkedEntry{}
+	m.byPrincipal = map[string]int{}
 	m.closed = true
 	m.mu.Unlock()
 	for _, e := range calls {
