@@ -1,12 +1,15 @@
 package page
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 )
@@ -56,6 +59,11 @@ type TokenLoginOptions struct {
 	// MaxTokens bounds the tokens outstanding; minting one more drops the
 	// oldest. Zero means 8.
 	MaxTokens int
+	// Key, when set, also signs in with links minted elsewhere with it
+	// ([SignedLink]), each good once until it expires: the operator's
+	// terminal mints them from the key the gateway keeps in its state
+	// directory (preflight login).
+	Key []byte
 }
 
 // TokenLogin is the loopback sign-in: the gateway prints a login link
@@ -67,6 +75,7 @@ type TokenLogin struct {
 	id     Identity
 	mu     sync.Mutex
 	tokens map[[32]byte]time.Time // hash -> expiry
+	spent  map[[32]byte]time.Time // signed tokens used, by hash -> expiry
 }
 
 // NewTokenLogin returns a TokenLogin with no token yet.
@@ -85,7 +94,7 @@ func NewTokenLogin(o *TokenLoginOptions) *TokenLogin {
 	if opts.Identity != nil {
 		id = *opts.Identity
 	}
-	return &TokenLogin{opts: opts, id: id, tokens: map[[32]byte]time.Time{}}
+	return &TokenLogin{opts: opts, id: id, tokens: map[[32]byte]time.Time{}, spent: map[[32]byte]time.Time{}}
 }
 
 // NewLink mints a one-time token and returns the login link under base
@@ -123,6 +132,9 @@ func (l *TokenLogin) NewLink(base string) (string, error) {
 
 // valid reports whether token is outstanding; use also spends it.
 func (l *TokenLogin) valid(token string, use bool) bool {
+	if strings.HasPrefix(token, signedPrefix) {
+		return l.validSigned(token, use)
+	}
 	if len(token) != tokenLen {
 		return false
 	}
@@ -165,6 +177,83 @@ func (l *TokenLogin) Authenticate(w http.ResponseWriter, r *http.Request) (Ident
 	w.Header().Set("Allow", "GET, HEAD, POST")
 	http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 	return Identity{}, false
+}
+
+// Signed login tokens: signedPrefix, then base64url of the expiry (Unix
+// seconds, 8 bytes), a nonce (16 bytes) and their HMAC-SHA256 under the
+// key.
+const (
+	signedPrefix = "s."
+	signedLen    = 8 + 16 + sha256.Size
+	// MaxSignedTTL bounds the life of a signed link.
+	MaxSignedTTL = time.Hour
+	// maxSpent bounds the signed tokens remembered as used; past it, no
+	// more sign in until some expire.
+	maxSpent = 1024
+)
+
+// SignedLink returns a login link under base (the page's root URL) that a
+// TokenLogin with the same Key accepts once, within ttl (at most
+// MaxSignedTTL).
+func SignedLink(base string, key []byte, ttl time.Duration) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", errors.New("page address: want an absolute http or https URL")
+	}
+	if len(key) < 16 {
+		return "", errors.New("login key: too short")
+	}
+	ttl = min(ttl, MaxSignedTTL)
+	b := make([]byte, 24, signedLen)
+	binary.BigEndian.PutUint64(b, uint64(time.Now().Add(ttl).Unix()))
+	_, _ = rand.Read(b[8:24]) // crypto/rand.Read never fails
+	mac := hmac.New(sha256.New, key)
+	mac.Write(b)
+	b = mac.Sum(b)
+	link := u.JoinPath("login")
+	link.RawQuery = url.Values{"token": {signedPrefix + base64.RawURLEncoding.EncodeToString(b)}}.Encode()
+	return link.String(), nil
+}
+
+// validSigned checks a signed token: its MAC under the key, its expiry,
+// and that it was not used; use spends it.
+func (l *TokenLogin) validSigned(token string, use bool) bool {
+	if len(l.opts.Key) == 0 {
+		return false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(token[len(signedPrefix):])
+	if err != nil || len(b) != signedLen {
+		return false
+	}
+	mac := hmac.New(sha256.New, l.opts.Key)
+	mac.Write(b[:24])
+	if !hmac.Equal(mac.Sum(nil), b[24:]) {
+		return false
+	}
+	now := time.Now()
+	exp := time.Unix(int64(binary.BigEndian.Uint64(b[:8])), 0)
+	if !now.Before(exp) || exp.After(now.Add(MaxSignedTTL+time.Minute)) {
+		return false
+	}
+	h := sha256.Sum256([]byte(token))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, used := l.spent[h]; used {
+		return false
+	}
+	if !use {
+		return true
+	}
+	for k, e := range l.spent {
+		if !now.Before(e) {
+			delete(l.spent, k)
+		}
+	}
+	if len(l.spent) >= maxSpent {
+		return false
+	}
+	l.spent[h] = exp
+	return true
 }
 
 // loginView is the sign-in page's data.

@@ -1,10 +1,12 @@
 package page
 
 import (
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/preflightmcp/preflight/gateway/internal/approval"
@@ -20,8 +22,9 @@ func funcs() template.FuncMap {
 			}
 			return t.UTC().Format("2006-01-02 15:04:05 UTC")
 		},
-		"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-		"ago": func(t time.Time) string { return relative(time.Since(t)) },
+		"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"stamp": stamp,
+		"ago":   func(t time.Time) string { return relative(time.Since(t)) },
 		"until": func(t time.Time) string {
 			d := time.Until(t)
 			if d <= 0 {
@@ -81,8 +84,12 @@ func funcs() template.FuncMap {
 		"decideArgs": func(v view, id string) decideArgs {
 			return decideArgs{Prefix: v.Prefix, CSRF: v.CSRF, ID: id}
 		},
-		"sub": func(a, b float64) float64 { return a - b },
-		"add": func(a, b float64) float64 { return a + b },
+		"requestReason": requestReason,
+		"recordReason":  recordReason,
+		"foldArgs":      func(b json.RawMessage) foldView { return fold(b, argsShown) },
+		"foldError":     func(s string) foldView { return fold(s, errorShown) },
+		"sub":           func(a, b float64) float64 { return a - b },
+		"add":           func(a, b float64) float64 { return a + b },
 	}
 }
 
@@ -92,6 +99,67 @@ type reqArgs struct {
 }
 
 type decideArgs struct{ Prefix, CSRF, ID string }
+
+// stamp writes t compactly, on one line, in UTC: "Nov 28 20:08:38", with
+// the year when it is not this year's.
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	t = t.UTC()
+	if t.Year() != time.Now().UTC().Year() {
+		return t.Format("Jan 2 2006 15:04")
+	}
+	return t.Format("Jan 2 15:04:05")
+}
+
+// Bounds of the text an audit row shows before the rest is folded away
+// (the whole text opens below it).
+const (
+	argsShown  = 480
+	errorShown = 200
+)
+
+// foldView is a long text as an audit row shows it: Head always, and All
+// behind a disclosure when Head is cut.
+type foldView struct {
+	Head  string
+	All   string
+	Bytes int
+}
+
+// fold cuts text (a string or bytes) after n bytes for an audit row,
+// control and bidirectional characters escaped.
+func fold(text any, n int) foldView {
+	var s string
+	switch t := text.(type) {
+	case string:
+		s = t
+	case []byte:
+		s = string(t)
+	case json.RawMessage:
+		s = string(t)
+	default:
+		s = fmt.Sprint(t)
+	}
+	var b strings.Builder
+	for _, r := range strings.ToValidUTF8(s, "\ufffd") {
+		if r != '\n' && r != '\t' && (unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)) {
+			fmt.Fprintf(&b, `\u%04x`, r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	v := foldView{Head: b.String(), Bytes: len(s)}
+	if len(v.Head) > n {
+		cut := n
+		for cut > 0 && !utf8.RuneStart(v.Head[cut]) {
+			cut--
+		}
+		v.Head, v.All = v.Head[:cut]+"…", v.Head
+	}
+	return v
+}
 
 // relative says how long d is, roughly, as "3m ago".
 func relative(d time.Duration) string {

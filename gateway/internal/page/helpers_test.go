@@ -44,6 +44,9 @@ type fixtureOptions struct {
 	opts     page.Options
 	// approvals, if set, is the replica's approval service.
 	approvals *approval.Service
+	// safety, if set, gives the tools page its tables (the filesystem
+	// server's catalog otherwise).
+	safety page.Safety
 }
 
 func newFixture(t *testing.T, fo *fixtureOptions) *fixture {
@@ -70,6 +73,9 @@ func newFixture(t *testing.T, fo *fixtureOptions) *fixture {
 	}
 	opts := fo.opts
 	opts.Approvals, opts.Audit, opts.Safety, opts.Pins = f.approvals, store, catalogSafety{t}, f.pins
+	if fo.safety != nil {
+		opts.Safety = fo.safety
+	}
 	h, err := page.New(f.login, &opts)
 	if err != nil {
 		t.Fatal(err)
@@ -81,6 +87,12 @@ func newFixture(t *testing.T, fo *fixtureOptions) *fixture {
 	}
 	t.Cleanup(f.srv.Close)
 	return f
+}
+
+// port is the port the fixture's page is served on.
+func (f *fixture) port() string {
+	u, _ := url.Parse(f.srv.URL)
+	return u.Port()
 }
 
 // browser is an HTTP client with a cookie jar that does not follow

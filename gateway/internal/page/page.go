@@ -195,19 +195,32 @@ func randomNonce() string {
 // Cookie names: with Secure, the __Host- prefix binds the cookie to this
 // host and path /.
 const (
-	cookieName       = "preflight_session"
-	secureCookieName = "__Host-preflight_session"
-	nextCookieName   = "preflight_next"
+	cookieName     = "preflight_session"
+	securePrefix   = "__Host-"
+	nextCookieName = "preflight_next"
 )
 
 func (h *Handler) secure(r *http.Request) bool { return h.opts.Secure || r.TLS != nil }
 
-func (h *Handler) sessionCookieName(r *http.Request) string {
-	if h.secure(r) {
-		return secureCookieName
+// perGateway names a cookie of this gateway's page: browsers keep cookies
+// per host, not per port, so two gateways on one machine would take each
+// other's; the port the page is addressed on tells them apart.
+func perGateway(r *http.Request, name string) string {
+	if _, port, err := net.SplitHostPort(r.Host); err == nil && port != "" {
+		return name + "_" + port
 	}
-	return cookieName
+	return name
 }
+
+func (h *Handler) sessionCookieName(r *http.Request) string {
+	name := perGateway(r, cookieName)
+	if h.secure(r) {
+		return securePrefix + name
+	}
+	return name
+}
+
+func nextCookie(r *http.Request) string { return perGateway(r, nextCookieName) }
 
 // viewer is the signed-in request's session.
 type viewer struct {
@@ -226,7 +239,7 @@ func (h *Handler) signedIn(next http.HandlerFunc) http.HandlerFunc {
 		if !ok {
 			if r.Method == http.MethodGet || r.Method == http.MethodHead {
 				if h.localPath(r.URL.RequestURI()) {
-					http.SetCookie(w, &http.Cookie{Name: nextCookieName, Value: url.QueryEscape(r.URL.RequestURI()), Path: h.opts.Prefix + "/",
+					http.SetCookie(w, &http.Cookie{Name: nextCookie(r), Value: url.QueryEscape(r.URL.RequestURI()), Path: h.opts.Prefix + "/",
 						MaxAge: 600, HttpOnly: true, Secure: h.secure(r), SameSite: http.SameSiteStrictMode})
 				}
 				http.Redirect(w, r, h.opts.Prefix+"/login", http.StatusSeeOther)
@@ -290,11 +303,11 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: h.sessionCookieName(r), Value: token, Path: "/", MaxAge: int(h.opts.SessionTTL / time.Second),
 		HttpOnly: true, Secure: h.secure(r), SameSite: http.SameSiteStrictMode})
 	next := h.opts.Prefix + "/"
-	if c, err := r.Cookie(nextCookieName); err == nil {
+	if c, err := r.Cookie(nextCookie(r)); err == nil {
 		if v, err := url.QueryUnescape(c.Value); err == nil && h.localPath(v) {
 			next = v
 		}
-		http.SetCookie(w, &http.Cookie{Name: nextCookieName, Path: h.opts.Prefix + "/", MaxAge: -1, HttpOnly: true, Secure: h.secure(r), SameSite: http.SameSiteStrictMode})
+		http.SetCookie(w, &http.Cookie{Name: nextCookie(r), Path: h.opts.Prefix + "/", MaxAge: -1, HttpOnly: true, Secure: h.secure(r), SameSite: http.SameSiteStrictMode})
 	}
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }

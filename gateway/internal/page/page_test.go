@@ -3,6 +3,7 @@ package page_test
 import (
 	"context"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
@@ -26,7 +27,7 @@ func sessionCookie(t *testing.T, h http.Header) *http.Cookie {
 	t.Helper()
 	for _, line := range h.Values("Set-Cookie") {
 		c, err := http.ParseSetCookie(line)
-		if err == nil && strings.HasSuffix(c.Name, "preflight_session") && c.MaxAge >= 0 {
+		if err == nil && strings.Contains(c.Name, "preflight_session") && c.MaxAge >= 0 {
 			return c
 		}
 	}
@@ -74,7 +75,7 @@ func TestLoginWithToken(t *testing.T) {
 		t.Fatalf("POST /login: %d to %q\n%s", r.status, r.header.Get("Location"), r.body)
 	}
 	c := sessionCookie(t, r.header)
-	if c.Name != "preflight_session" || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.Secure || len(c.Value) != 43 {
+	if c.Name != "preflight_session_"+f.port() || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.Secure || len(c.Value) != 43 {
 		t.Errorf("session cookie %+v", c)
 	}
 	if r := b.get("/"); r.status != http.StatusOK || !strings.Contains(r.body, `<b id="who">operator</b>`) {
@@ -116,7 +117,7 @@ func TestLoginReturnsToTheApproval(t *testing.T) {
 	evil := f.browser()
 	for _, next := range []string{"//evil.example/", "https://evil.example/", "/\\evil.example", "/login?token=x"} {
 		jarURL, _ := url.Parse(f.srv.URL + "/")
-		evil.client.Jar.SetCookies(jarURL, []*http.Cookie{{Name: "preflight_next", Value: url.QueryEscape(next), Path: "/"}})
+		evil.client.Jar.SetCookies(jarURL, []*http.Cookie{{Name: "preflight_next_" + f.port(), Value: url.QueryEscape(next), Path: "/"}})
 		link, _ := f.login.NewLink(f.srv.URL)
 		u, _ := url.Parse(link)
 		if r := evil.post("/login", url.Values{"token": {u.Query().Get("token")}}); r.header.Get("Location") != "/" {
@@ -444,6 +445,32 @@ func TestLogout(t *testing.T) {
 	}
 }
 
+// TestCookiePerGateway: two gateways on one machine, on two ports, keep
+// their own sessions in one browser: signing in to one leaves the other
+// signed in.
+func TestCookiePerGateway(t *testing.T) {
+	one, two := newFixture(t, nil), newFixture(t, nil)
+	jar, _ := cookiejar.New(nil)
+	signIn := func(f *fixture) *browser {
+		b := f.browser()
+		b.client.Jar = jar
+		link, _ := f.login.NewLink(f.srv.URL)
+		u, _ := url.Parse(link)
+		if r := b.post("/login", url.Values{"token": {u.Query().Get("token")}}); r.status != http.StatusSeeOther {
+			t.Fatalf("sign in to %s: %d", f.srv.URL, r.status)
+		}
+		return b
+	}
+	b1 := signIn(one)
+	b2 := signIn(two)
+	if r := b1.get("/"); r.status != http.StatusOK {
+		t.Errorf("the first gateway's page after signing in to the second: %d", r.status)
+	}
+	if r := b2.get("/"); r.status != http.StatusOK {
+		t.Errorf("the second gateway's page: %d", r.status)
+	}
+}
+
 // TestSecureCookie: over TLS the session cookie is Secure and
 // host-bound (__Host-).
 func TestSecureCookie(t *testing.T) {
@@ -453,7 +480,7 @@ func TestSecureCookie(t *testing.T) {
 	u, _ := url.Parse(link)
 	r := b.post("/login", url.Values{"token": {u.Query().Get("token")}})
 	c := sessionCookie(t, r.header)
-	if c.Name != "__Host-preflight_session" || !c.Secure || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.Domain != "" {
+	if c.Name != "__Host-preflight_session_"+f.port() || !c.Secure || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.Domain != "" {
 		t.Errorf("cookie over TLS: %+v", c)
 	}
 	if r := b.get("/"); r.status != http.StatusOK {
@@ -507,6 +534,44 @@ func TestTokenLoginBounds(t *testing.T) {
 		}
 		if _, err := l.NewLink("not a url"); err == nil {
 			t.Error("NewLink accepted a relative base")
+		}
+	})
+}
+
+// TestSignedLink: a link minted outside the gateway with its key signs in
+// once, until it expires; a link under another key, a tampered one, or one
+// for a login without the key does not.
+func TestSignedLink(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		key := []byte("0123456789abcdef0123456789abcdef")
+		l := page.NewTokenLogin(&page.TokenLoginOptions{Key: key})
+		signIn := func(l *page.TokenLogin, link string) bool {
+			u, _ := url.Parse(link)
+			form := url.Values{"token": {u.Query().Get("token")}}
+			req := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader(form.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			_, ok := l.Authenticate(httptest.NewRecorder(), req)
+			return ok
+		}
+		link, err := page.SignedLink("http://127.0.0.1:8080/ui", key, 10*time.Minute)
+		if err != nil || !strings.HasPrefix(link, "http://127.0.0.1:8080/ui/login?token=s.") {
+			t.Fatalf("SignedLink = %q, %v", link, err)
+		}
+		if !signIn(l, link) || signIn(l, link) {
+			t.Error("a signed link must sign in exactly once")
+		}
+		other, _ := page.SignedLink("http://127.0.0.1:8080/ui", []byte("another key, just as long as it!"), 10*time.Minute)
+		tampered := strings.Replace(link, "token=s.A", "token=s.B", 1)
+		if tampered == link {
+			tampered = strings.Replace(link, "token=s.", "token=s.A", 1)
+		}
+		if signIn(l, other) || signIn(l, tampered) || signIn(page.NewTokenLogin(nil), link) {
+			t.Error("a link under another key, a tampered link or a login without the key signed in")
+		}
+		late, _ := page.SignedLink("http://127.0.0.1:8080/ui", key, 10*time.Minute)
+		time.Sleep(11 * time.Minute)
+		if signIn(l, late) {
+			t.Error("an expired signed link signed in")
 		}
 	})
 }
