@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +27,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/testrig/firstwins"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 	"github.com/preflightmcp/preflight/lint"
+	"github.com/preflightmcp/preflight/safety"
 )
 
 // elicitCaps are a 2026-07-28 client's capabilities with form elicitation.
@@ -545,7 +547,7 @@ func TestListingSaysWhatTheGatewayDoes(t *testing.T) {
 	for _, mode := range []stage.Mode{stage.Enforce, stage.DryRun} {
 		t.Run(string(mode), func(t *testing.T) {
 			up := gateway.UpstreamSpec{Name: "fw", Command: firstwins.Build(t), Args: []string{"-dir", t.TempDir()}}
-			_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{up}, Decisions: &stage.DecideOptions{Mode: mode}})
+			g, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{up}, Decisions: &stage.DecideOptions{Mode: mode}})
 			r := wiretest.Stateless(url, nil).Call(t, "tools/list", nil)
 			if r.Error != nil {
 				t.Fatal(r.Raw)
@@ -568,6 +570,17 @@ func TestListingSaysWhatTheGatewayDoes(t *testing.T) {
 			case mode == stage.DryRun && (marked || unconfirmed != 1):
 				t.Errorf("dry run: requiresConfirmation listed %v, lint finds %d destructive-unconfirmed", marked, unconfirmed)
 			}
+			// The page's safety table is the table of the listing clients
+			// read.
+			tables, err := g.SafetyTables(context.Background())
+			if err != nil || len(tables) != 1 || len(tables[0].Tools) != 1 {
+				t.Fatalf("safety tables: %d, %v", len(tables), err)
+			}
+			listed := safety.FromTarget(target)
+			if got, want := tables[0].Tools[0].Static, listed.Tools[0].Static; !reflect.DeepEqual(got, want) {
+				t.Errorf("the page's row %+v, the listing's %+v", got, want)
+			}
+
 		})
 	}
 }

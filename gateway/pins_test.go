@@ -205,7 +205,7 @@ func TestPinStrictOnTheWire(t *testing.T) {
 	for i, text := range texts {
 		if !isErr[i] || !strings.Contains(text, `tool "delete_file" of server "files" is quarantined`) ||
 			!strings.Contains(text, "annotations.destructiveHint true -> false") ||
-			!strings.Contains(text, "preflight pins -store STORE approve files delete_file "+pending) {
+			!strings.Contains(text, "preflight pins approve files delete_file "+pending) {
 			t.Errorf("call %d: isError %v, %q: want the quarantine error", i, isErr[i], text)
 		}
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"net/url"
+	"path/filepath"
 	"slices"
 	"time"
 	"unicode/utf8"
@@ -20,9 +21,10 @@ type ApprovalStore string
 
 // The approval stores.
 const (
-	// ApprovalsMemory: in this process, lost when it stops (default).
+	// ApprovalsMemory: in this process, lost when it stops.
 	ApprovalsMemory ApprovalStore = "memory"
-	// ApprovalsSQLite: an SQLite file, for one machine.
+	// ApprovalsSQLite: an SQLite file, for one machine (default), so
+	// that calls waiting for a person survive a restart.
 	ApprovalsSQLite ApprovalStore = "sqlite"
 	// ApprovalsPostgres: PostgreSQL, shared by every replica.
 	ApprovalsPostgres ApprovalStore = "postgres"
@@ -32,10 +34,11 @@ const (
 // band (package gateway/approval). Its zero value means the file has no
 // approvals section.
 type Approvals struct {
-	// Store keeps pending and given approvals. Default [ApprovalsMemory].
+	// Store keeps pending and given approvals. Default [ApprovalsSQLite].
 	Store ApprovalStore `json:"store"`
 	// Path is the SQLite file of the sqlite store, relative to the config
-	// file's directory.
+	// file's directory. Empty means [DefaultApprovalsFile] in
+	// [DefaultStateDir], which [Approvals.SQLitePath] resolves.
 	Path string `json:"path,omitempty"`
 	// URL is the PostgreSQL database of the postgres store,
 	// postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=...];
@@ -56,6 +59,23 @@ type Approvals struct {
 	PageURL string `json:"pageUrl,omitempty"`
 }
 
+// DefaultApprovalsFile is the name of the default SQLite approval store,
+// in [DefaultStateDir].
+const DefaultApprovalsFile = "approvals.db"
+
+// SQLitePath returns the file of the sqlite store: Path, else the default
+// file in the user's state directory.
+func (a Approvals) SQLitePath() (string, error) {
+	if a.Path != "" {
+		return a.Path, nil
+	}
+	dir, err := DefaultStateDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, DefaultApprovalsFile), nil
+}
+
 // IsZero reports whether a is the zero value (no approvals section).
 func (a Approvals) IsZero() bool {
 	return a.Store == "" && a.Path == "" && a.URL == "" && a.TTL == 0 && a.UseWindow == 0 && len(a.Admins) == 0 && a.PageURL == ""
@@ -65,7 +85,7 @@ func (a Approvals) IsZero() bool {
 func (p *parser) approvals(a *Approvals) {
 	const at = "approvals."
 	if a.Store == "" {
-		a.Store = ApprovalsMemory
+		a.Store = ApprovalsSQLite
 	}
 	switch a.Store {
 	case ApprovalsMemory:
@@ -78,10 +98,14 @@ func (p *parser) approvals(a *Approvals) {
 		if a.URL != "" {
 			p.fail(at+"url", "not used by the sqlite store, which keeps its file at path")
 		}
-		if a.Path == "" {
-			p.fail(at+"path", "required by the sqlite store: the database file, such as /var/lib/preflight/approvals.db")
+		switch {
+		case p.dec.set(at+"path") && a.Path == "":
+			p.fail(at+"path", "empty: name the SQLite file, or leave approvals.path out for the default (%s in the user's state directory)", DefaultApprovalsFile)
+		case hasControl(a.Path):
+			p.fail(at+"path", "a path holds no control characters")
+		default:
+			a.Path = p.resolve(a.Path)
 		}
-		a.Path = p.resolve(a.Path)
 	case ApprovalsPostgres:
 		if a.Path != "" {
 			p.fail(at+"path", "not used by the postgres store, which is at url")

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -125,8 +126,12 @@ func TestApprovalsSection(t *testing.T) {
 		t.Errorf("approvals = %+v, want %+v", a, want)
 	}
 	c = mustParse(t, "c.yaml", "servers: {s: {command: x}}\napprovals: {}\n")
-	if c.Approvals.Store != ApprovalsMemory || c.Approvals.IsZero() {
-		t.Errorf("approvals: {} = %+v, want the memory store", c.Approvals)
+	if c.Approvals.Store != ApprovalsSQLite || c.Approvals.IsZero() || c.Approvals.Path != "" {
+		t.Errorf("approvals: {} = %+v, want the sqlite store in the default file", c.Approvals)
+	}
+	t.Setenv("XDG_STATE_HOME", "/var/state")
+	if p, err := c.Approvals.SQLitePath(); err != nil || (runtime.GOOS == "linux" && p != "/var/state/preflight/approvals.db") {
+		t.Errorf("the default approvals file: %q, %v", p, err)
 	}
 	c = mustParse(t, "c.yaml", "servers: {s: {command: x}}\n")
 	if !c.Approvals.IsZero() {
@@ -137,10 +142,11 @@ func TestApprovalsSection(t *testing.T) {
 	}
 	for _, tc := range []struct{ section, want string }{
 		{"{store: redis}", `approvals.store: "redis" is not allowed (allowed: memory, sqlite, postgres)`},
-		{"{store: sqlite}", "approvals.path: required by the sqlite store"},
+		{"{store: sqlite, path: ''}", "approvals.path: empty"},
 		{"{store: postgres}", "approvals.url: required by the postgres store"},
 		{"{store: postgres, url: 'mysql://u:hunter2@h/db'}", "approvals.url: not a PostgreSQL URL"},
-		{"{url: 'postgres://h/db'}", "approvals.url: not used by the memory store"},
+		{"{url: 'postgres://h/db'}", "approvals.url: not used by the sqlite store"},
+		{"{store: memory, path: x}", "approvals.path: not used by the memory store"},
 		{"{store: postgres, url: 'postgres://h/db', path: x}", "approvals.path: not used by the postgres store"},
 		{"{ttl: 48h}", "approvals.ttl: 48h is more than 24h"},
 		{"{useWindow: 25h}", "approvals.useWindow: 25h is more than 24h"},

@@ -40,17 +40,21 @@ STORE is sqlite:PATH (the embedded default) or a PostgreSQL URL
 (postgres://USER@HOST/DATABASE); it is opened read-only. -config FILE reads
 the log that preflight serve -config FILE writes (its audit section, or
 preflight/audit.db under the user's state directory when it has none);
--data DIR the log of the built-in setup of preflight serve -data DIR. Records come
-oldest first (-newest for the latest first); -format text prints one line
-per record with what came from clients and servers stripped of control
-characters, -format jsonl one JSON object per line (JSON Lines) for other
-tools.
+-data DIR the log of the built-in setup of preflight serve -data DIR.
+Without any of them, it reads the log of the built-in setup on its default
+data directory (preflight/serve under the user's cache directory), the
+one preflight serve uses without flags. Records come oldest first (-newest
+for the latest first); -format text prints one line per record with what
+came from clients and servers stripped of control characters, -format
+jsonl one JSON object per line (JSON Lines) for other tools.
 
-Exit status: 0 done; 1 the query failed; 2 usage error; 3 the store could
+Exit status: 0 done; 1 the query failed; 2 usage error (also: no store
+given and no audit log in the default data directory); 3 the store could
 not be opened or the output could not be written.
 
 Examples:
 
+  preflight audit -since 1h
   preflight audit -store sqlite:audit.db -since 1h
   preflight audit -store sqlite:audit.db -effect delete -decision confirm -outcome unknown
   preflight audit -store postgres://preflight@db/preflight -since 7d -format jsonl -o audit.jsonl
@@ -138,7 +142,8 @@ func queryError(err error) error {
 }
 
 // storeSpec is the store to read: -store, the audit section of -config,
-// or the built-in setup's on -data.
+// or the built-in setup's on -data or, without any, on its default data
+// directory.
 func (c *auditCmd) storeSpec() (string, error) {
 	n := 0
 	for _, v := range []string{c.store, c.config, c.data} {
@@ -166,11 +171,26 @@ func (c *auditCmd) storeSpec() (string, error) {
 		return spec, nil
 	}
 	if c.data == "" {
-		return "", usagef("no store: give -store sqlite:PATH, -store postgres://USER@HOST/DATABASE, -config FILE (a gateway's configuration) or -data DIR (the built-in setup's)")
+		return defaultAuditStore()
 	}
 	dir, err := filepath.Abs(c.data)
 	if err != nil {
 		return "", couldNotRun(err)
 	}
 	return builtinAuditStore(dir), nil
+}
+
+// defaultAuditStore is the audit log of the built-in setup on its default
+// data directory, where preflight serve without flags keeps it; a usage
+// error says what to do when there is none.
+func defaultAuditStore() (string, error) {
+	dir, err := defaultDataDir()
+	if err != nil {
+		return "", usagef("%v", err)
+	}
+	spec := builtinAuditStore(dir)
+	if _, err := os.Stat(strings.TrimPrefix(spec, "sqlite:")); errors.Is(err, os.ErrNotExist) {
+		return "", usagef("no audit log in %s, the built-in setup's data directory: start the built-in setup with 'preflight serve' (its calls are logged there), or give -store STORE, -config FILE or -data DIR", dir)
+	}
+	return spec, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/audit/auditstore"
 	"github.com/preflightmcp/preflight/gateway/internal/pgtest"
 	"github.com/preflightmcp/preflight/hints"
+	"github.com/preflightmcp/preflight/internal/wiretest"
 )
 
 // fillAudit writes the records the audit tests read into the store at
@@ -138,7 +139,6 @@ func TestAuditUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"audit"}, "no store: give -store sqlite:PATH"},
 		{[]string{"audit", "-store", "sqlite:a.db", "-data", "d"}, "give one of -store, -config and -data"},
 		{[]string{"audit", "-store", db, "extra"}, "audit takes no arguments"},
 		{[]string{"audit", "-store", db, "-format", "xml"}, `invalid value "xml" for flag -format: want text, jsonl or json`},
@@ -182,5 +182,42 @@ func TestAuditCouldNotRun(t *testing.T) {
 	}
 	if _, err := os.Stat(file); !os.IsNotExist(err) {
 		t.Errorf("-o file after a failure: %v", err)
+	}
+}
+
+// TestAuditDefaultDataDir: without -store, -config or -data, audit reads
+// the log serve keeps on the built-in setup's default data directory; when
+// there is none it says how to make one, and exits 2. The user's cache is
+// a temporary directory.
+func TestAuditDefaultDataDir(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	t.Setenv("HOME", cache)
+	dir, err := defaultDataDir()
+	if err != nil || !strings.HasPrefix(dir, cache) {
+		t.Fatalf("default data directory %q, %v: not under the test's cache", dir, err)
+	}
+	code, out, errOut := runMain(t, "audit")
+	if code != exitUsage || out != "" || !strings.Contains(errOut, "no audit log in "+dir) ||
+		!strings.Contains(errOut, "start the built-in setup with 'preflight serve'") || !strings.Contains(errOut, "-store STORE") {
+		t.Fatalf("audit without a log: exit %d, stdout %q, stderr:\n%s", code, out, errOut)
+	}
+
+	url, _, stderr, stop := runServe(t, "-http", "127.0.0.1:0")
+	read := map[string]any{"name": "files__manage_files", "arguments": map[string]any{"path": "notes.txt", "action": "read"}}
+	if r := wiretest.Stateless(url, nil).Call(t, "tools/call", read); r.Error != nil || r.Result["isError"] == true {
+		t.Fatalf("call: %s", r.Raw)
+	}
+	if code := stop(); code != exitOK {
+		t.Fatalf("serve: exit %d\n%s", code, stderr.String())
+	}
+	code, out, errOut = runMain(t, "audit", "-format", "jsonl")
+	var rec map[string]any
+	if code != exitOK || strings.Count(out, "\n") != 1 {
+		t.Fatalf("audit: exit %d, stderr %s, records:\n%s", code, errOut, out)
+	}
+	decodeJSON(t, out, &rec)
+	if rec["server"] != "files" || rec["tool"] != "manage_files" || rec["effect"] != "read" || rec["outcome"] != "ok" {
+		t.Errorf("audit record %v", rec)
 	}
 }

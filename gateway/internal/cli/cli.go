@@ -34,9 +34,9 @@ const (
 	// exitUsage: bad flags or arguments.
 	exitUsage = 2
 	// exitCouldNotRun: the command could not do its job: the server could
-	// not be started or reached (connection, TLS, handshake), a catalog
-	// could not be read, the output could not be written, the run timed
-	// out or was interrupted.
+	// not be started or reached (connection, TLS, handshake), a catalog or
+	// the gateway's configuration file could not be read, the output could
+	// not be written, the run timed out or was interrupted.
 	exitCouldNotRun = 3
 )
 
@@ -49,8 +49,9 @@ const exitStatusText = `Exit status, the same for every command:
 	2  usage error: bad flags or arguments
 	3  could not run: the server could not be started or reached
 	   (connection refused, no such host, TLS handshake, the handshake
-	   or tools/list failed), a catalog could not be read, the output
-	   could not be written, the run timed out (-timeout) or was
+	   or tools/list failed), a catalog or the gateway's configuration
+	   file could not be read (missing, unreadable or not valid), the
+	   output could not be written, the run timed out (-timeout) or was
 	   interrupted
 `
 
@@ -104,6 +105,8 @@ var commands = []commandInfo{
 	{"audit", "query and export the gateway's audit log (SQLite or PostgreSQL), by time, principal, effect, decision", func() command { return &auditCmd{} }},
 	{"token", "make a bearer token for a client of the gateway, and the config entry that accepts it", func() command { return &tokenCmd{} }},
 	{"pins", "list, show and approve the gateway's pinned tool definitions", func() command { return &pinsCmd{} }},
+	{"login", "print a fresh one-time link to the approval page of the gateway running here", func() command { return &loginCmd{} }},
+	{"version", "print the version, the commit and the Go version preflight was built with", func() command { return &versionCmd{} }},
 }
 
 func lookup(name string) (command, bool) {
@@ -181,6 +184,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	}
 	name, args := args[0], args[1:]
 	switch name {
+	case "-version", "--version":
+		name = "version"
 	case "help", "-h", "-help", "--help":
 		outw := newTermWriter(stdout, textOutput)
 		defer outw.Flush()

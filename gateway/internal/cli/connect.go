@@ -415,6 +415,7 @@ func printConnectReport(w io.Writer, cl *clientInfo, rep *connectReport) {
 		return
 	}
 	fmt.Fprintf(w, "Restart %s to use its servers through preflight. To undo: preflight connect -undo %s\n", cl.title, cl.name)
+	fmt.Fprintf(w, "Calls that need a person (a delete, say) wait on preflight's approval page: open it with the link preflight login prints.\n")
 }
 
 // dirs are the directories the default files are found in.

@@ -111,6 +111,30 @@ func TestInspectList(t *testing.T) {
 	}
 }
 
+// TestInspectListReadOnly: a read-only tool is never destructive, even
+// when destructiveHint is left to its default (true): describe_folder of
+// examples/folders, read-only and nothing else, lists as "ro - - ow".
+func TestInspectListReadOnly(t *testing.T) {
+	root, err := os.OpenRoot(foldersRoot(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
+	ts := httptest.NewServer(endpoint.NewHandler(foldertool.NewServer(root, nil), nil))
+	t.Cleanup(ts.Close)
+	code, out, errOut := runMain(t, "inspect", "-url", ts.URL+endpoint.Path, "list")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	rows := tableRows(t, out, "NAME")
+	if got := rows["describe_folder"]["ANNOTATIONS"]; got != "ro - - ow" {
+		t.Errorf("describe_folder: ANNOTATIONS %q, want \"ro - - ow\":\n%s", got, out)
+	}
+	if got := rows["delete_folder"]["ANNOTATIONS"]; got != "-- d i --" {
+		t.Errorf("delete_folder: ANNOTATIONS %q, want \"-- d i --\"", got)
+	}
+}
+
 func TestInspectListSeedShape(t *testing.T) {
 	url, _ := filesServer(t)
 	code, out, errOut := runMain(t, "inspect", "-url", url, "-shape", "seed")

@@ -21,9 +21,9 @@ import (
 // TestPinsServeApprove runs preflight serve on a configuration file with a
 // pins section in front of a Go upstream over HTTP (an untrusted server:
 // strict mode) whose delete_file stops being destructive while it runs:
-// the gateway quarantines it and refuses its calls; preflight pins -config
-// on the same file shows it and approves it, and the running gateway
-// releases it.
+// the gateway quarantines it and refuses its calls with an error naming
+// the pin store; preflight pins -config on the same file shows it and
+// approves it, and the running gateway releases it.
 func TestPinsServeApprove(t *testing.T) {
 	// The upstream.
 	srv := mcp.NewServer(&mcp.Implementation{Name: "rug", Version: "1"}, nil)
@@ -100,6 +100,17 @@ func TestPinsServeApprove(t *testing.T) {
 	text, isErr := call()
 	if !isErr || !strings.Contains(text, `tool "delete_file" of server "files" is quarantined`) || deletes.Load() != 0 {
 		t.Fatalf("the quarantined call: %v %q (upstream ran it %d times)", isErr, text, deletes.Load())
+	}
+	// The error names the store the gateway pins in, so that the command
+	// it gives runs as it stands.
+	store := "sqlite:" + filepath.Join(dir, "state", "pins.db")
+	if !strings.Contains(text, "'preflight pins -store "+store+" show files delete_file'") || strings.Contains(text, "STORE") {
+		t.Errorf("the quarantine error does not name the store %s: %q", store, text)
+	}
+	if m := regexp.MustCompile(`'preflight pins -store (\S+) show files delete_file'`).FindStringSubmatch(text); m != nil {
+		if code, out, errOut := runMain(t, "pins", "-store", m[1], "show", "files", "delete_file"); code != exitOK || !strings.Contains(out, "quarantined") {
+			t.Errorf("the command of the error: exit %d\n%s%s", code, out, errOut)
+		}
 	}
 	code, out, errOut := runMain(t, "pins", "-config", cfg, "-state", "quarantined", "list")
 	if code != exitOK || !strings.Contains(out, "files   delete_file  quarantined") {

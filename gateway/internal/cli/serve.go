@@ -25,7 +25,6 @@ import (
 	"github.com/preflightmcp/preflight/examples/folders/foldertool"
 	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/config"
-	"github.com/preflightmcp/preflight/gateway/internal/approval"
 	"github.com/preflightmcp/preflight/gateway/internal/auth"
 	"github.com/preflightmcp/preflight/gateway/internal/page"
 	"github.com/preflightmcp/preflight/gateway/internal/pin"
@@ -42,7 +41,8 @@ const defaultServeAddr = "127.0.0.1:7780"
 
 // serveReadyTimeout bounds how long serve waits for its upstreams before it
 // prints what it serves (it serves meanwhile, and goes on if some are late).
-const serveReadyTimeout = 15 * time.Second
+// A variable for tests.
+var serveReadyTimeout = 15 * time.Second
 
 // configWatcher reads a configuration file and calls fn with it, then
 // again whenever it changes or reload delivers a value, until ctx is done
@@ -126,8 +126,9 @@ Logs are JSON on standard error, one record per call. Interrupt (Ctrl-C) or
 SIGTERM stops it after the calls in flight finish.
 
 Exit status: 0 stopped by an interrupt; 1 the gateway failed (the address
-is taken, an upstream setup failed); 2 usage error; 3 the configuration
-could not be read.
+is taken, an upstream setup failed); 2 usage error (also -http off loopback
+without authentication); 3 the configuration file could not be read (it is
+missing or unreadable) or is not valid.
 `
 }
 
@@ -159,6 +160,9 @@ func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
 		}
 		return c.serveConfig(ctx, env, logger)
 	}
+	if err := checkListen(c.listening(nil), nil); err != nil {
+		return err
+	}
 	dir, err := c.dataDir()
 	if err != nil {
 		return err
@@ -170,13 +174,13 @@ func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
 	defer cleanup()
 	opts.Logger = logger
 	lst := c.listening(nil)
-	g, login, err := c.start(opts, logger, lst.addr, nil)
+	g, login, err := c.start(ctx, opts, logger, lst.addr, nil, dir)
 	if err != nil {
 		return err
 	}
 	defer g.Close()
 	return c.serve(ctx, env, g, logger, served{setup: "built-in setup, data in " + dir, listening: lst,
-		pins: "sqlite:" + filepath.Join(dir, pinsFile), login: login}, nil)
+		pins: "sqlite:" + filepath.Join(dir, pinsFile), login: login, state: dir}, nil)
 }
 
 // nopWriteCloser is a WriteCloser whose Close does nothing: serve does
@@ -212,13 +216,33 @@ func (c *serveCmd) listening(cfg *config.Config) listening {
 	return listening{stdio: cfg != nil && cfg.Listen.Stdio, addr: addr, httpMCP: true}
 }
 
+// checkListen refuses, before anything starts or is printed, what the
+// gateway would refuse once serving: HTTP off loopback without
+// authentication (cfg's auth section; the built-in setup, cfg nil, has
+// none).
+func checkListen(lst listening, cfg *config.Config) error {
+	if cfg != nil && !cfg.Auth.IsZero() {
+		return nil
+	}
+	if _, err := auth.Anonymous(&auth.Options{Addr: lst.addr}); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "auth: ")
+		if cfg == nil {
+			msg += "; the built-in setup has none: serve a configuration file with an auth section (-config FILE)"
+		}
+		return usagef("%s", msg)
+	}
+	return nil
+}
+
 // start builds and starts the gateway: decisions on (in dry-run with
 // -dry-run), and, without a page of its own, out-of-band approval on the
 // page: with authentication configured (cfg's auth section), people sign
 // in with their gateway credential; on loopback the operator also signs in
 // with a one-time link, whose login start returns (nil when there is
-// none).
-func (c *serveCmd) start(opts *gateway.Options, logger *slog.Logger, addr string, cfg *config.Config) (*gateway.Gateway, *page.TokenLogin, error) {
+// none). Approvals the options do not keep elsewhere are kept in the
+// state directory, and so is the key of the links `preflight login`
+// mints.
+func (c *serveCmd) start(ctx context.Context, opts *gateway.Options, logger *slog.Logger, addr string, cfg *config.Config, state string) (*gateway.Gateway, *page.TokenLogin, error) {
 	if opts.Decisions == nil {
 		opts.Decisions = &stage.DecideOptions{}
 	}
@@ -231,11 +255,16 @@ func (c *serveCmd) start(opts *gateway.Options, logger *slog.Logger, addr string
 	}
 	var login *page.TokenLogin
 	if opts.Page == nil {
+		var err error
 		switch {
 		case opts.Auth != nil && !opts.Auth.Anonymous():
-			login = signInPage(opts, logger, addr, cfg)
+			login, err = signInPage(ctx, opts, logger, addr, cfg, state)
 		case page.IsLoopback(addr):
-			login = approvalsPage(opts, logger)
+			login, err = approvalsPage(ctx, opts, logger, state)
+		}
+		if err != nil {
+			_ = opts.Close()
+			return nil, nil, err
 		}
 	}
 	g, err := gateway.New(opts)
@@ -256,6 +285,7 @@ type served struct {
 	pins       string           // the built-in setup's pin store, "" for none
 	login      *page.TokenLogin // nil: no page sign-in to print
 	credential bool             // people sign in to the page with their credential
+	state      string           // the state directory
 }
 
 // serve serves g as s says until ctx is done, passing each value of
@@ -286,6 +316,11 @@ func (c *serveCmd) serve(ctx context.Context, env *env, g *gateway.Gateway, logg
 	pageURL := g.PageURL() // approvals.pageUrl, else where the page is served
 	if pageURL == "" {
 		pageURL = base + gateway.PagePath
+	}
+	if s.login != nil {
+		if err := writePageURL(s.state, pageURL); err != nil {
+			logger.Warn("preflight login will not find the page", "error", err)
+		}
 	}
 	wctx, wcancel := context.WithTimeout(ctx, serveReadyTimeout)
 	_ = g.WaitReady(wctx) // a late upstream shows as such below
@@ -374,12 +409,15 @@ func (c *serveCmd) serveConfig(ctx context.Context, env *env, logger *slog.Logge
 	case err := <-watched:
 		watched <- nil // for the deferred wait
 		if err == nil {
-			err = ctx.Err()
+			return &exitError{code: exitFailure, err: ctx.Err()}
 		}
-		return &exitError{code: exitFailure, err: err}
+		return couldNotRun(err) // the file is missing, unreadable or not valid
 	}
 	if err := selfReferential(first, c.config); err != nil {
 		return &exitError{code: exitFailure, err: err}
+	}
+	if err := checkListen(c.listening(first), first); err != nil {
+		return err
 	}
 	opts, err := optionsFromConfig(ctx, c.config, first, logger)
 	if err != nil {
@@ -387,7 +425,12 @@ func (c *serveCmd) serveConfig(ctx context.Context, env *env, logger *slog.Logge
 	}
 	opts.Logger = logger
 	lst := c.listening(first)
-	g, login, err := c.start(opts, logger, lst.addr, first)
+	state, err := configStateDir()
+	if err != nil {
+		_ = opts.Close()
+		return err
+	}
+	g, login, err := c.start(ctx, opts, logger, lst.addr, first, state)
 	if err != nil {
 		return err
 	}
@@ -418,7 +461,7 @@ func (c *serveCmd) serveConfig(ctx context.Context, env *env, logger *slog.Logge
 			}
 		}
 	}()
-	return c.serve(ctx, env, g, logger, served{setup: "configuration " + c.config, listening: lst, login: login, credential: credential}, updates)
+	return c.serve(ctx, env, g, logger, served{setup: "configuration " + c.config, listening: lst, login: login, credential: credential, state: state}, updates)
 }
 
 // reload applies next, a new version of the configuration (or the error
@@ -482,11 +525,10 @@ func (c *serveCmd) reload(ctx context.Context, g *gateway.Gateway, logger *slog.
 func (c *serveCmd) dataDir() (string, error) {
 	dir := c.data
 	if dir == "" {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			return "", fmt.Errorf("no user cache directory for the built-in setup's data (%v): give one with -data", err)
+		var err error
+		if dir, err = defaultDataDir(); err != nil {
+			return "", err
 		}
-		dir = filepath.Join(cache, "preflight", "serve")
 	}
 	dir, err := filepath.Abs(dir)
 	if err != nil {
@@ -582,7 +624,8 @@ func builtinSetup(ctx context.Context, dir string) (*gateway.Options, func(), er
 			{Name: "files", Connect: inProcess(func() *mcp.Server { return filetool.NewServer(files, nil) })},
 			{Name: "folders", Connect: inProcess(func() *mcp.Server { return foldertool.NewServer(folders, nil) })},
 		},
-		Pinner:     pin.New(store, &pin.Options{Mode: func(string) pin.Mode { return pin.ModeWarn }}),
+		Pinner: pin.New(store, &pin.Options{Mode: func(string) pin.Mode { return pin.ModeWarn },
+			Store: "sqlite:" + filepath.Join(dir, pinsFile)}),
 		Auditor:    auditor,
 		AuditStore: auditStore,
 		Redactor:   redactor,
@@ -591,6 +634,15 @@ func builtinSetup(ctx context.Context, dir string) (*gateway.Options, func(), er
 
 // builtinAuditStore is the audit store of the built-in setup on dir.
 func builtinAuditStore(dir string) string { return "sqlite:" + filepath.Join(dir, "audit.db") }
+
+// printStderr writes the tail of an upstream's stderr under its line of
+// the table tw writes, in its last column.
+func printStderr(tw io.Writer, lines []string) {
+	for _, l := range lines {
+		l = strings.ReplaceAll(upstream.Sanitize(l), "\t", " ")
+		fmt.Fprintf(tw, "  \t\t\t\tstderr: %s\n", l)
+	}
+}
 
 // printServing tells the user where the gateway is and how to connect,
 // and where the pins are when pins names the store.
@@ -610,6 +662,9 @@ func printServing(w io.Writer, base, setup, pins string, h gateway.Health) {
 			line += "\t" + upstream.Sanitize(u.LastError)
 		}
 		fmt.Fprintln(tw, line)
+		if u.State != upstream.StateUp {
+			printStderr(tw, u.Stderr)
+		}
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%s, %s, %s served.\n", plural(h.Tools, "tool"), plural(h.Prompts, "prompt"), plural(h.Resources, "resource"))
@@ -621,33 +676,49 @@ func printServing(w io.Writer, base, setup, pins string, h gateway.Health) {
 	}
 }
 
-// approvalsPage turns on out-of-band approval (requests in memory) and the
-// page at /ui with the loopback sign-in, unless the options have them, and
-// returns the login whose link serve prints. The person at the terminal
-// signs in as the operator; with authentication configured they decide the
-// calls of every principal (clients never get the link).
-func approvalsPage(opts *gateway.Options, logger *slog.Logger) *page.TokenLogin {
+// approvalsPage turns on out-of-band approval (requests kept in the state
+// directory) and the page at /ui with the loopback sign-in, unless the
+// options have them, and returns the login whose link serve prints. The
+// person at the terminal signs in as the operator; with authentication
+// configured they decide the calls of every principal (clients never get
+// the link).
+func approvalsPage(ctx context.Context, opts *gateway.Options, logger *slog.Logger, state string) (*page.TokenLogin, error) {
 	if opts.Approvals == nil {
 		var admins []string
 		if opts.Auth != nil && !opts.Auth.Anonymous() {
 			admins = []string{""}
 		}
-		opts.Approvals = approval.New(nil, &approval.Options{Admins: admins, Logger: logger})
+		if err := persistentApprovals(ctx, opts, state, admins, logger); err != nil {
+			return nil, err
+		}
 	}
-	login := page.NewTokenLogin(nil)
+	login, err := linkLogin(state)
+	if err != nil {
+		return nil, err
+	}
 	opts.Page = &gateway.Page{Login: login}
-	return login
+	return login, nil
 }
 
-// signInPage turns on out-of-band approval (requests in memory unless the
-// configuration names a store) and the page at /ui, where people sign in
+// linkLogin is the loopback sign-in by one-time link: the links serve
+// prints, and those `preflight login` mints with the state directory's key.
+func linkLogin(state string) (*page.TokenLogin, error) {
+	key, err := loginKey(state)
+	if err != nil {
+		return nil, fmt.Errorf("the key of login links: %w", err)
+	}
+	return page.NewTokenLogin(&page.TokenLoginOptions{Key: key}), nil
+}
+
+// signInPage turns on out-of-band approval (requests kept in the state
+// directory unless the configuration names a store) and the page at /ui, where people sign in
 // with the credential they use with the gateway, verified as /mcp
 // verifies it: they decide their own principal's calls, and
 // approvals.admins anyone's. On loopback the operator (principal "", an
 // admin) also signs in with the printed one-time link, which it returns.
 // The page answers loopback host names, the listen address's host and
 // approvals.pageUrl's.
-func signInPage(opts *gateway.Options, logger *slog.Logger, addr string, cfg *config.Config) *page.TokenLogin {
+func signInPage(ctx context.Context, opts *gateway.Options, logger *slog.Logger, addr string, cfg *config.Config, state string) (*page.TokenLogin, error) {
 	var admins []string
 	var pageURL string
 	if cfg != nil {
@@ -659,11 +730,16 @@ func signInPage(opts *gateway.Options, logger *slog.Logger, addr string, cfg *co
 		if loopback {
 			a = append(slices.Clone(admins), "")
 		}
-		opts.Approvals = approval.New(nil, &approval.Options{Admins: a, Logger: logger})
+		if err := persistentApprovals(ctx, opts, state, a, logger); err != nil {
+			return nil, err
+		}
 	}
 	var link *page.TokenLogin
 	if loopback {
-		link = page.NewTokenLogin(nil)
+		var err error
+		if link, err = linkLogin(state); err != nil {
+			return nil, err
+		}
 	}
 	verifier := opts.Auth
 	login := page.NewCredentialLogin(&page.CredentialLoginOptions{
@@ -686,7 +762,7 @@ func signInPage(opts *gateway.Options, logger *slog.Logger, addr string, cfg *co
 		p.Secure = strings.HasPrefix(pageURL, "https:")
 	}
 	opts.Page = p
-	return link
+	return link, nil
 }
 
 // pageHosts returns the host names the page answers: loopback ones, addr's

@@ -40,7 +40,9 @@ import (
 const flagsLegend = "ro readOnlyHint, d destructiveHint, i idempotentHint, ow openWorldHint; - means false"
 
 // annFlags writes the four annotations in fixed slots, a flag when true
-// and dashes when false: "ro - i --" is read-only and idempotent.
+// and dashes when false: "ro - i --" is read-only and idempotent. A
+// read-only tool is never destructive (destructiveHint means something
+// only when readOnlyHint is false, and defaults to true when unset).
 func annFlags(a preflight.Annotations) string {
 	slot := func(on bool, flag string) string {
 		if on {
@@ -50,7 +52,7 @@ func annFlags(a preflight.Annotations) string {
 	}
 	return strings.Join([]string{
 		slot(a.ReadOnlyHint, "ro"),
-		slot(a.DestructiveHint, "d"),
+		slot(a.DestructiveHint && !a.ReadOnlyHint, "d"),
 		slot(a.IdempotentHint, "i"),
 		slot(a.OpenWorldHint, "ow"),
 	}, " ")

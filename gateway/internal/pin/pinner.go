@@ -56,6 +56,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock. Nil means time.Now.
 	Now func() time.Time
+	// Store is the store as "preflight pins -store" takes it, named in
+	// the error of a quarantined tool's call so that the operator can run
+	// the command as it stands (with no password: the message goes to
+	// clients). Empty leaves naming the store to the operator.
+	Store string
 }
 
 // Pinner pins the tool definitions each upstream serves and holds back
@@ -67,6 +72,7 @@ type Pinner struct {
 	max     int
 	log     *slog.Logger
 	now     func() time.Time
+	spec    string // Options.Store
 
 	mu      sync.RWMutex
 	servers map[string]*serverPins
@@ -103,7 +109,7 @@ func New(store Store, opts *Options) *Pinner {
 	if opts != nil {
 		o = *opts
 	}
-	p := &Pinner{store: store, mode: o.Mode, refresh: o.Refresh, max: o.MaxTools, log: o.Logger, now: o.Now, servers: map[string]*serverPins{}}
+	p := &Pinner{store: store, mode: o.Mode, refresh: o.Refresh, max: o.MaxTools, log: o.Logger, now: o.Now, spec: o.Store, servers: map[string]*serverPins{}}
 	if p.mode == nil {
 		p.mode = func(string) Mode { return ModeStrict }
 	}
@@ -476,22 +482,35 @@ type QuarantinedError struct {
 	Since time.Time
 	// Changed names what changed, as Diff.Summary does.
 	Changed string
+	// Store is the pin store to name to preflight pins (Options.Store),
+	// "" when unknown.
+	Store string
 }
 
 func (e *QuarantinedError) Error() string {
+	cmd, where := "preflight pins", " (naming the gateway's pin store with -store, or its configuration file with -config)"
+	if e.Store != "" {
+		cmd, where = "preflight pins -store "+quoteWord(clean(e.Store, maxStore)), ""
+	}
 	return fmt.Sprintf("tool %q of server %q is quarantined: its definition changed since it was approved (%s), "+
 		"and the call was not sent to the server. An operator can review the change with "+
-		"'preflight pins -store STORE show %s %s' and approve it with 'preflight pins -store STORE approve %s %s %s'",
+		"'%s show %s %s' and approve it with '%s approve %s %s %s'%s",
 		clean(e.Tool, maxValue), clean(e.Server, maxValue), e.Changed,
-		shellWord(e.Server), shellWord(e.Tool), shellWord(e.Server), shellWord(e.Tool), e.Pending)
+		cmd, shellWord(e.Server), shellWord(e.Tool), cmd, shellWord(e.Server), shellWord(e.Tool), e.Pending, where)
 }
+
+// maxStore bounds the runes of the store named in a QuarantinedError.
+const maxStore = 1024
 
 // Is reports that e is ErrQuarantined.
 func (e *QuarantinedError) Is(target error) bool { return target == ErrQuarantined }
 
-// shellWord quotes s for a command line when it needs it.
-func shellWord(s string) string {
-	s = clean(s, maxValue)
+// shellWord quotes s, cut to maxValue runes, for a command line when it
+// needs it.
+func shellWord(s string) string { return quoteWord(clean(s, maxValue)) }
+
+// quoteWord quotes s for a command line when it needs it.
+func quoteWord(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_.-/:@", r))
 	}) < 0 {
@@ -544,7 +563,7 @@ func (p *Pinner) Allowed(ctx context.Context, server, tool string) error {
 		s.setDiff(e, d)
 	}
 	return &QuarantinedError{Server: server, Tool: tool, Pinned: e.rec.Pinned.Fingerprint(),
-		Pending: e.rec.Pending.Fingerprint(), Since: e.rec.PendingSince, Changed: d.Summary()}
+		Pending: e.rec.Pending.Fingerprint(), Since: e.rec.PendingSince, Changed: d.Summary(), Store: p.spec}
 }
 
 // setDiff caches a computed diff on the entry that is still current.

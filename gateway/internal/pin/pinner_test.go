@@ -224,10 +224,17 @@ func TestDescriptionChange(t *testing.T) {
 			t.Fatalf("Allowed: %v", err)
 		}
 		for _, want := range []string{`tool "delete_file" of server "files" is quarantined`, "(description)",
-			"preflight pins -store STORE show files delete_file", "preflight pins -store STORE approve files delete_file " + v.Fingerprint} {
+			"'preflight pins show files delete_file'", "'preflight pins approve files delete_file " + v.Fingerprint + "'",
+			"naming the gateway's pin store with -store"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q lacks %q", err, want)
 			}
+		}
+		// With the store known, the commands name it, ready to run.
+		named := pin.New(f.store, &pin.Options{Store: "sqlite:/srv/gate way/pins.db"})
+		err = named.Allowed(ctx, "files", "delete_file")
+		if want := "with 'preflight pins -store 'sqlite:/srv/gate way/pins.db' approve files delete_file " + v.Fingerprint + "'"; err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "naming the gateway's") {
+			t.Errorf("error %v lacks %s", err, want)
 		}
 		if err := p.Allowed(ctx, "files", "read_file"); err != nil {
 			t.Errorf("read_file: %v", err)

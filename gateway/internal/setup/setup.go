@@ -198,7 +198,7 @@ func Options(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*gat
 			_ = opts.Close()
 			return nil, err
 		}
-		opts.Pinner = pin.New(store, &pin.Options{Mode: PinModes(cfg)})
+		opts.Pinner = pin.New(store, &pin.Options{Mode: PinModes(cfg), Store: sqlitePins(cfg.Pins)})
 		opts.Closers = append(opts.Closers, store.Close)
 	}
 	if cfg.Audit.Store != config.AuditOff {
@@ -226,7 +226,16 @@ func approvalsFromConfig(ctx context.Context, cfg *config.Config, opts *gateway.
 	var store approval.Store
 	switch a.Store {
 	case config.ApprovalsSQLite, config.ApprovalsPostgres:
-		open := func() (*approvalsql.Store, error) { return approvalsql.OpenSQLite(ctx, a.Path, nil) }
+		open := func() (*approvalsql.Store, error) {
+			path, err := a.SQLitePath()
+			if err != nil {
+				return nil, err
+			}
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				return nil, err
+			}
+			return approvalsql.OpenSQLite(ctx, path, nil)
+		}
 		if a.Store == config.ApprovalsPostgres {
 			open = func() (*approvalsql.Store, error) { return approvalsql.OpenPostgres(ctx, a.URL, nil) }
 		}
@@ -293,6 +302,15 @@ func OpenPinStore(ctx context.Context, p config.Pins) (sqlstore.Store, error) {
 		return nil, fmt.Errorf("configuration: pins: the pin store: %w", err)
 	}
 	return store, nil
+}
+
+// sqlitePins is an SQLite pin store as preflight pins -store takes it, ""
+// for a PostgreSQL one, whose address is not told to clients.
+func sqlitePins(p config.Pins) string {
+	if spec, err := p.Spec(); err == nil && strings.HasPrefix(spec, "sqlite:") {
+		return spec
+	}
+	return ""
 }
 
 // redactorFromConfig returns the Redactor of the redaction section, nil

@@ -54,7 +54,7 @@ func TestPin(t *testing.T) {
 	}
 	msg := r.Content[0].(*mcp.TextContent).Text
 	for _, want := range []string{`tool "read" of server "up" is quarantined`, "annotations.destructiveHint true -> false",
-		"the call was not sent to the server", "preflight pins -store STORE approve up read " + vs[0].Fingerprint} {
+		"the call was not sent to the server", "preflight pins approve up read " + vs[0].Fingerprint} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message %q lacks %q", msg, want)
 		}

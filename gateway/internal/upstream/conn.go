@@ -104,6 +104,7 @@ type Conn struct {
 	listing  *catalog.Listing
 	caps     *mcp.ServerCapabilities
 	lastErr  string
+	stderr   stderrTail // of a stdio server
 	since    time.Time
 	restarts []time.Time // within the restart window
 	upCount  int         // successful connections so far
@@ -174,6 +175,11 @@ type Health struct {
 	Resources int       `json:"resources"`
 	Restarts  int       `json:"restarts"`
 	LastError string    `json:"lastError,omitempty"`
+	// Stderr is the last lines a stdio server wrote to stderr, over its
+	// restarts (at most 3 lines, 300 bytes, control characters removed),
+	// for the operator; it may hold secrets, so the health report leaves
+	// it out.
+	Stderr []string `json:"-"`
 }
 
 // Health reports the Conn's state.
@@ -181,7 +187,7 @@ func (c *Conn) Health() Health {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h := Health{Name: c.spec.Name, State: c.state, Transport: c.spec.Transport, Era: c.era,
-		Since: c.since, Restarts: max(c.upCount-1, 0), LastError: c.lastErr}
+		Since: c.since, Restarts: max(c.upCount-1, 0), LastError: c.lastErr, Stderr: c.stderr.get()}
 	if c.spec.Connect != nil {
 		h.Transport = "custom"
 	}

@@ -42,7 +42,7 @@ func (c *Conn) transport(ctx context.Context, f *flow) (mcp.Transport, error) {
 		for _, k := range keys {
 			cmd.Env = append(cmd.Env, k+"="+s.Env[k])
 		}
-		cmd.Stderr = &lineLogger{logger: c.logger, max: DefaultMaxStderrLine}
+		cmd.Stderr = &lineLogger{logger: c.logger, max: DefaultMaxStderrLine, tail: &c.stderr}
 		cmd.WaitDelay = s.StopGrace
 		return wrapTransport{&mcp.CommandTransport{Command: cmd, TerminateDuration: s.StopGrace}, f}, nil
 	case TransportHTTP:
@@ -140,10 +140,12 @@ func (w wrapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 }
 
 // lineLogger logs what a stdio server writes to stderr, one record per
-// line, lines cut at max bytes and stripped of control characters.
+// line, lines cut at max bytes and stripped of control characters, and
+// keeps the last ones in tail.
 type lineLogger struct {
 	logger *slog.Logger
 	max    int
+	tail   *stderrTail // nil: none kept
 	mu     sync.Mutex
 	buf    []byte
 	cut    bool // the current line was already cut and logged
@@ -185,6 +187,9 @@ func (l *lineLogger) emit(truncated bool) {
 	line := Sanitize(string(bytes.TrimRight(l.buf, "\r")))
 	if line == "" {
 		return
+	}
+	if l.tail != nil {
+		l.tail.add(line)
 	}
 	if truncated {
 		l.logger.Info("upstream stderr", "line", line, "truncated", true)

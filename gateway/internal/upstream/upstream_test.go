@@ -9,6 +9,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/goleak"
 )
@@ -125,6 +126,30 @@ func TestLineLogger(t *testing.T) {
 	}
 	if strings.Contains(out, "\x1b") || strings.Contains(out, "cdef") {
 		t.Errorf("control characters or an overlong line got through:\n%q", out)
+	}
+}
+
+// TestStderrTail: the tail keeps the last 3 lines, over restarts, at most
+// 300 bytes in all, sanitised.
+func TestStderrTail(t *testing.T) {
+	var tail stderrTail
+	first := &lineLogger{logger: slog.New(slog.DiscardHandler), max: DefaultMaxStderrLine, tail: &tail}
+	io.WriteString(first, "starting\none\ntwo\nboom: \x1b[31mmissing API_KEY\n")
+	if got := strings.Join(tail.get(), "|"); got != "one|two|boom: [31mmissing API_KEY" {
+		t.Errorf("tail %q", got)
+	}
+	restarted := &lineLogger{logger: slog.New(slog.DiscardHandler), max: DefaultMaxStderrLine, tail: &tail}
+	io.WriteString(restarted, "starting\n")
+	if got := strings.Join(tail.get(), "|"); got != "two|boom: [31mmissing API_KEY|starting" {
+		t.Errorf("tail after a restart %q", got)
+	}
+	io.WriteString(restarted, strings.Repeat("é", 200)+"\n"+strings.Repeat("x", 120)+"\n")
+	if got := tail.get(); len(got) != 1 || got[0] != strings.Repeat("x", 120) {
+		t.Errorf("within 300 bytes: %q", got)
+	}
+	io.WriteString(restarted, strings.Repeat("é", 200)+"\n")
+	if got := tail.get(); len(got) != 1 || len(got[0]) != 300 || !utf8.ValidString(got[0]) {
+		t.Errorf("a long line cut to 300 bytes on a rune boundary: %q", got)
 	}
 }
 
