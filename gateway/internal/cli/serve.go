@@ -56,6 +56,7 @@ type serveCmd struct {
 	data     string
 	logLevel string
 	dryRun   bool
+	reset    bool
 
 	watch configWatcher    // nil: config.Watch
 	hup   <-chan os.Signal // nil: SIGHUP, when serving a configuration
@@ -75,7 +76,7 @@ func (a *addrFlag) String() string     { return a.value }
 func (a *addrFlag) Set(v string) error { a.value, a.set = v, true; return nil }
 
 func (c *serveCmd) synopsis() string {
-	return `usage: preflight serve [-http ADDR | -stdio] [-config FILE] [-data DIR] [-dry-run] [-log-level LEVEL]
+	return `usage: preflight serve [-http ADDR | -stdio] [-config FILE] [-data DIR] [-reset] [-dry-run] [-log-level LEVEL]
 
 Runs the preflight gateway: one MCP endpoint in front of the upstream MCP
 servers of FILE (any language, any transport: stdio commands, streamable
@@ -99,7 +100,9 @@ Serving off loopback needs the configuration's auth section.
 Without -config it serves a built-in setup: the two example servers of this
 repository (manage_files, and folders with delete_folder, rename_folder and
 describe_folder) on a data directory of its own (-data), and prints where to
-point a client.
+point a client. -reset puts the examples' files back as they were at first
+(notes.txt and the folders), so a walkthrough can start over; the audit log,
+the pins and the approvals stay.
 
 Every upstream tool's definition is pinned at first sight (see preflight
 pins): in the file of the configuration's pins section (default pins.db in
@@ -140,6 +143,7 @@ func (c *serveCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.config, "config", "", "configuration `FILE` (preflight YAML, or the mcpServers JSON of Claude Desktop, Claude Code or Cursor, or VS Code's servers); empty serves the built-in setup")
 	fs.StringVar(&c.data, "data", "", "data `DIR` of the built-in setup (default: preflight/serve under the user's cache directory)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "least severe log `LEVEL`: debug, info, warn or error")
+	fs.BoolVar(&c.reset, "reset", false, "put the built-in setup's example files back as they were at first (the audit log, pins and approvals stay)")
 	fs.BoolVar(&c.dryRun, "dry-run", false, "record each call's decision (allow, confirm, deny) in the log without enforcing it: nothing is asked or refused")
 }
 
@@ -155,8 +159,8 @@ func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	if c.config != "" {
-		if c.data != "" {
-			return usagef("-data is for the built-in setup; a configuration file names its own servers")
+		if c.data != "" || c.reset {
+			return usagef("-data and -reset are for the built-in setup; a configuration file names its own servers")
 		}
 		return c.serveConfig(ctx, env, logger)
 	}
@@ -167,7 +171,7 @@ func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
 	if err != nil {
 		return err
 	}
-	opts, cleanup, err := builtinSetup(ctx, dir)
+	opts, cleanup, err := builtinSetup(ctx, dir, c.reset)
 	if err != nil {
 		return err
 	}
@@ -542,9 +546,9 @@ const pinsFile = "pins.db"
 
 // builtinSetup returns the options of the built-in setup: the two example
 // servers, each in this process on a subdirectory of dir (created with a
-// few sample files on first use), their tools pinned in dir's pins.db
-// (warn mode: the examples are trusted servers).
-func builtinSetup(ctx context.Context, dir string) (*gateway.Options, func(), error) {
+// few sample files on first use, and again with reset), their tools pinned
+// in dir's pins.db (warn mode: the examples are trusted servers).
+func builtinSetup(ctx context.Context, dir string, reset bool) (*gateway.Options, func(), error) {
 	var roots []*os.Root
 	var store sqlstore.Store
 	cleanup := func() {
@@ -557,6 +561,11 @@ func builtinSetup(ctx context.Context, dir string) (*gateway.Options, func(), er
 	}
 	open := func(sub string, seed map[string]string) (*os.Root, error) {
 		p := filepath.Join(dir, sub)
+		if reset {
+			if err := os.RemoveAll(p); err != nil {
+				return nil, err
+			}
+		}
 		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
 			for name, content := range seed {
 				f := filepath.Join(p, filepath.FromSlash(name))

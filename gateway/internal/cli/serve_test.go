@@ -445,3 +445,34 @@ func TestServeStdioWaitsForUpstreams(t *testing.T) {
 		t.Fatalf("call: %+v %v", res, err)
 	}
 }
+
+// TestServeReset: -reset puts the examples' files back as they were at
+// first, so the README's walkthrough can start over; the audit log stays.
+func TestServeReset(t *testing.T) {
+	url, data, _, stop := startServe(t)
+	read := map[string]any{"name": "files__manage_files", "arguments": map[string]any{"path": "notes.txt", "action": "read"}}
+	if r := wiretest.Stateless(url, nil).Call(t, "tools/call", read); r.Error != nil || r.Result["isError"] == true {
+		t.Fatalf("read: %s", r.Raw)
+	}
+	stop()
+	notes := filepath.Join(data, "files", "notes.txt")
+	if err := os.Remove(notes); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(data, "files", "left-over.txt"), "x")
+	_, _, _, stop = runServe(t, "-http", "127.0.0.1:0", "-data", data, "-reset")
+	stop()
+	if _, err := os.Stat(notes); err != nil {
+		t.Errorf("notes.txt after -reset: %v", err)
+	}
+	if exists(t, filepath.Join(data, "files", "left-over.txt")) {
+		t.Error("-reset left a file the examples did not have")
+	}
+	code, out, errOut := runMain(t, "audit", "-data", data, "-format", "jsonl")
+	if code != exitOK || !strings.Contains(out, `"manage_files"`) {
+		t.Errorf("the audit log after -reset: exit %d %s%s", code, out, errOut)
+	}
+	if code, _, errOut := runMain(t, "serve", "-config", "x.yaml", "-reset"); code != exitUsage || !strings.Contains(errOut, "-reset are for the built-in setup") {
+		t.Errorf("-reset with -config: exit %d %s", code, errOut)
+	}
+}
