@@ -125,7 +125,7 @@ func TestConfirmModernOnTheWire(t *testing.T) {
 	}
 
 	state, msg := confirmQuestion(t, p.Call(t, "tools/call", toolCall("manage_files", del, nil, "")))
-	for _, want := range []string{"Server: files", "Tool: manage_files", "path: notes.txt", "action: delete", "Why you are asked: the call requires confirmation (requiresConfirmation, from this call's resolution)"} {
+	for _, want := range []string{"Server: files", "Tool: manage_files", "path: notes.txt", "action: delete", "Why you are asked: the call deletes (effect delete, from this call's resolution)"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message lacks %q:\n%s", want, msg)
 		}
@@ -186,7 +186,7 @@ func TestConfirmModernOnTheWire(t *testing.T) {
 	// A client that cannot be asked gets a tool error saying why.
 	plain := wiretest.Stateless(url, nil)
 	r = plain.Call(t, "tools/call", toolCall("manage_files", del, nil, ""))
-	if r.Error != nil || r.Result["isError"] != true || !strings.Contains(resultText(r), "needs confirmation (the call requires confirmation") ||
+	if r.Error != nil || r.Result["isError"] != true || !strings.Contains(resultText(r), "needs confirmation (the call deletes") ||
 		!strings.Contains(resultText(r), "cannot be asked") {
 		t.Errorf("client without elicitation: %s", r.Raw)
 	}
@@ -365,7 +365,7 @@ func TestDecisionRulesAndDryRun(t *testing.T) {
 		out := log.String()
 		for _, want := range []string{
 			`"verdict":"deny","reason":"files under full/ are kept","rule":"keep-full","dryRun":true`,
-			`"verdict":"confirm","reason":"the call requires confirmation (requiresConfirmation, from this call's resolution)","dryRun":true`,
+			`"verdict":"confirm","reason":"the call deletes (effect delete, from this call's resolution)","dryRun":true`,
 		} {
 			if !strings.Contains(out, want) {
 				t.Errorf("log lacks %s:\n%s", want, out)

@@ -159,8 +159,11 @@ func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	if c.config != "" {
-		if c.data != "" || c.reset {
-			return usagef("-data and -reset are for the built-in setup; a configuration file names its own servers")
+		if c.data != "" {
+			return usagef("-data is for the built-in setup; a configuration file names its own servers")
+		}
+		if c.reset {
+			return usagef("-reset is for the built-in setup's example files; a configuration file names its own servers")
 		}
 		return c.serveConfig(ctx, env, logger)
 	}

@@ -325,7 +325,7 @@ func TestServeDecisions(t *testing.T) {
 				}
 			}
 			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "call" {
-				found = rec.Decision.Verdict == "confirm" && rec.Decision.DryRun && strings.Contains(rec.Decision.Reason, "requires confirmation")
+				found = rec.Decision.Verdict == "confirm" && rec.Decision.DryRun && strings.Contains(rec.Decision.Reason, "the call deletes")
 			}
 		}
 		if !found {
@@ -472,7 +472,7 @@ func TestServeReset(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, `"manage_files"`) {
 		t.Errorf("the audit log after -reset: exit %d %s%s", code, out, errOut)
 	}
-	if code, _, errOut := runMain(t, "serve", "-config", "x.yaml", "-reset"); code != exitUsage || !strings.Contains(errOut, "-reset are for the built-in setup") {
+	if code, _, errOut := runMain(t, "serve", "-config", "x.yaml", "-reset"); code != exitUsage || !strings.Contains(errOut, "-reset is for the built-in setup") {
 		t.Errorf("-reset with -config: exit %d %s", code, errOut)
 	}
 }

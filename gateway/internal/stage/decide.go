@@ -219,13 +219,13 @@ func (d *Decider) StaticConfirms(t *catalog.Tool) bool {
 }
 
 // defaults sets out's verdict and reason by the defaults: confirm what
-// requires confirmation, deletes or destroys; allow the rest.
+// deletes, requires confirmation or destroys; allow the rest.
 func defaults(eff policy.Effective, out *call.Decision) {
 	switch {
+	case eff.Effect.Value == hints.EffectDelete: // the reason people grasp first
+		out.Verdict, out.Reason = call.Confirm, "the call deletes (effect delete, from "+sourceWords(eff.Effect.Source)+")"
 	case eff.RequiresConfirmation.Value && given(eff.RequiresConfirmation.Source):
 		out.Verdict, out.Reason = call.Confirm, "the call requires confirmation (requiresConfirmation, from "+sourceWords(eff.RequiresConfirmation.Source)+")"
-	case eff.Effect.Value == hints.EffectDelete:
-		out.Verdict, out.Reason = call.Confirm, "the call deletes (effect delete, from "+sourceWords(eff.Effect.Source)+")"
 	case eff.NeedsConfirmation():
 		out.Verdict, out.Reason = call.Confirm, "the call is destructive (destructiveHint, from "+sourceWords(eff.Destructive.Source)+")"
 	case eff.Effect.Value == hints.EffectRead:
