@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -209,5 +210,65 @@ func TestDeletedSessionTakesNoCalls(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound || strings.Contains(string(b), "ticked") {
 		t.Errorf("tools/call on a deleted session: HTTP %d %s, want 404", resp.StatusCode, b)
+	}
+}
+
+// A session that subscribes while the gateway is still ending the last
+// subscription to the same resource upstream is subscribed after that
+// ends, never before: the upstream is left subscribed, in that order.
+func TestSubscribeWhileTheLastUnsubscribes(t *testing.T) {
+	var mu sync.Mutex
+	var events []string
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	s := mcp.NewServer(&mcp.Implementation{Name: "subs", Version: "1"}, &mcp.ServerOptions{
+		SubscribeHandler: func(context.Context, *mcp.SubscribeRequest) error {
+			mu.Lock()
+			events = append(events, "subscribe")
+			mu.Unlock()
+			return nil
+		},
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error {
+			entered <- struct{}{}
+			<-release
+			mu.Lock()
+			events = append(events, "unsubscribe")
+			mu.Unlock()
+			return nil
+		},
+	})
+	s.AddResource(&mcp.Resource{URI: "mem://note", Name: "note"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "a note"}}}, nil
+	})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{{Name: "subs", URL: serveHTTP(t, h), Era: legacy}}})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free) // before the gateway stops, on a failure too
+	ctx := context.Background()
+	a, b := connect(t, url, legacy, nil, nil), connect(t, url, legacy, nil, nil)
+	if err := a.Subscribe(ctx, &mcp.SubscribeParams{URI: "mem://note"}); err != nil {
+		t.Fatal(err)
+	}
+	unsubscribed := make(chan error, 1)
+	go func() { unsubscribed <- a.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "mem://note"}) }()
+	<-entered // A's unsubscribe is with the upstream
+	subscribed := make(chan error, 1)
+	go func() { subscribed <- b.Subscribe(ctx, &mcp.SubscribeParams{URI: "mem://note"}) }()
+	select {
+	case err := <-subscribed:
+		t.Fatalf("B's subscribe returned (%v) while A's unsubscribe was still with the upstream", err)
+	case <-time.After(200 * time.Millisecond): // B waits, as it should
+	}
+	free()
+	if err := <-unsubscribed; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-subscribed; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := strings.Join(events, ","); got != "subscribe,unsubscribe,subscribe" {
+		t.Errorf("the upstream saw %s, want subscribe,unsubscribe,subscribe", got)
 	}
 }

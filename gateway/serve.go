@@ -15,6 +15,7 @@ import (
 
 	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/gateway/internal/catalog"
+	"github.com/preflightmcp/preflight/gateway/internal/entry"
 	"github.com/preflightmcp/preflight/gateway/internal/quietlog"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 )
@@ -159,7 +160,7 @@ func (g *Gateway) serveHTTP(ctx context.Context, ln net.Listener, mcpToo bool) e
 	// The same bounds as endpoint.Serve: a slow body cannot hold a
 	// connection, and event streams keep their write side.
 	var fresh freshConns
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout,
+	srv := &http.Server{Handler: entry.WriteDeadlines(mux), ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout: endpoint.DefaultReadTimeout, IdleTimeout: endpoint.DefaultIdleTimeout, ConnState: fresh.track}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -37,8 +38,9 @@ type Approvals struct {
 	// Store keeps pending and given approvals. Default [ApprovalsSQLite].
 	Store ApprovalStore `json:"store"`
 	// Path is the SQLite file of the sqlite store, relative to the config
-	// file's directory. Empty means [DefaultApprovalsFile] in
-	// [DefaultStateDir], which [Approvals.SQLitePath] resolves.
+	// file's directory. Empty means [DefaultApprovalsFile] in the file's
+	// own state directory ([StateDirOf]), which [Approvals.SQLitePath]
+	// resolves.
 	Path string `json:"path,omitempty"`
 	// URL is the PostgreSQL database of the postgres store,
 	// postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=...];
@@ -57,6 +59,8 @@ type Approvals struct {
 	// https://mcp.example.com/ui: the links clients are given start with
 	// it, and the page answers its host besides the listen address's.
 	PageURL string `json:"pageUrl,omitempty"`
+
+	file string // the configuration file's name
 }
 
 // DefaultApprovalsFile is the name of the default SQLite approval store,
@@ -64,14 +68,16 @@ type Approvals struct {
 const DefaultApprovalsFile = "approvals.db"
 
 // SQLitePath returns the file of the sqlite store: Path, else the default
-// file in the user's state directory.
+// file in the configuration file's state directory. Each configuration
+// has its own: an approval given for one gateway's call never releases
+// another's.
 func (a Approvals) SQLitePath() (string, error) {
 	if a.Path != "" {
 		return a.Path, nil
 	}
-	dir, err := DefaultStateDir()
+	dir, err := StateDirOf(a.file)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("approvals.path: %w", err)
 	}
 	return filepath.Join(dir, DefaultApprovalsFile), nil
 }
@@ -84,6 +90,7 @@ func (a Approvals) IsZero() bool {
 // approvals checks the approvals section and applies its defaults.
 func (p *parser) approvals(a *Approvals) {
 	const at = "approvals."
+	a.file = p.file
 	if a.Store == "" {
 		a.Store = ApprovalsSQLite
 	}

@@ -83,7 +83,7 @@ func parse(name, dir string, data []byte, env func(string) (string, bool), files
 	if root == nil {
 		return nil, errs.err()
 	}
-	p := &parser{dir: dir, errs: errs, env: env, files: files}
+	p := &parser{file: name, dir: dir, errs: errs, env: env, files: files}
 	c := p.parse(root, json)
 	if err := errs.err(); err != nil {
 		return nil, err
@@ -93,6 +93,7 @@ func parse(name, dir string, data []byte, env func(string) (string, bool), files
 
 // parser reads one file.
 type parser struct {
+	file    string // the file's name
 	dir     string // the file's directory
 	errs    *errList
 	env     func(string) (string, bool)

@@ -1,11 +1,15 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 )
 
 // DefaultPinsFile is the name of the default SQLite pin store, in
@@ -51,7 +55,7 @@ func (p Pins) Spec() (string, error) {
 	if path == "" {
 		dir, err := DefaultStateDir()
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("pins.path: %w; set pins.path", err)
 		}
 		path = filepath.Join(dir, DefaultPinsFile)
 	}
@@ -70,11 +74,11 @@ func DefaultStateDir() (string, error) {
 		if d := os.Getenv("LocalAppData"); d != "" {
 			return filepath.Join(d, "preflight"), nil
 		}
-		return "", errors.New("no state directory for the pin store: %LocalAppData% is not set; set pins.path")
+		return "", errors.New("no state directory for the gateway: %LocalAppData% is not set")
 	case "darwin", "ios":
 		dir, err := os.UserConfigDir() // ~/Library/Application Support
 		if err != nil {
-			return "", errors.New("no state directory for the pin store: $HOME is not set; set pins.path")
+			return "", errors.New("no state directory for the gateway: $HOME is not set")
 		}
 		return filepath.Join(dir, "preflight"), nil
 	}
@@ -83,9 +87,33 @@ func DefaultStateDir() (string, error) {
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
-		return "", errors.New("no state directory for the pin store: neither $XDG_STATE_HOME nor $HOME is set; set pins.path")
+		return "", errors.New("no state directory for the gateway: neither $XDG_STATE_HOME nor $HOME is set")
 	}
 	return filepath.Join(home, ".local", "state", "preflight"), nil
+}
+
+// StateDirOf is the state directory of the gateway serving the
+// configuration file named file: gateways/NAME-HASH under
+// [DefaultStateDir], NAME the file's base name and HASH a digest of its
+// absolute path. It keeps what belongs to that gateway alone (its pending
+// approvals, the key of its login links, its page's address).
+func StateDirOf(file string) (string, error) {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return "", err
+	}
+	dir, err := DefaultStateDir()
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(abs))
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			return r
+		}
+		return '_'
+	}, filepath.Base(abs))
+	return filepath.Join(dir, "gateways", name+"-"+hex.EncodeToString(sum[:6])), nil
 }
 
 // pins checks the pins section and applies its defaults.

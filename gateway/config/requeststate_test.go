@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -130,8 +131,14 @@ func TestApprovalsSection(t *testing.T) {
 		t.Errorf("approvals: {} = %+v, want the sqlite store in the default file", c.Approvals)
 	}
 	t.Setenv("XDG_STATE_HOME", "/var/state")
-	if p, err := c.Approvals.SQLitePath(); err != nil || (runtime.GOOS == "linux" && p != "/var/state/preflight/approvals.db") {
+	p, err := c.Approvals.SQLitePath()
+	if err != nil || runtime.GOOS == "linux" && !regexp.MustCompile(`^/var/state/preflight/gateways/c\.yaml-[0-9a-f]{12}/approvals\.db$`).MatchString(p) {
 		t.Errorf("the default approvals file: %q, %v", p, err)
+	}
+	// Another configuration file keeps its approvals apart.
+	other := mustParse(t, "/etc/other/c.yaml", "servers: {s: {command: x}}\napprovals: {}\n")
+	if q, err := other.Approvals.SQLitePath(); err != nil || q == p || filepath.Dir(filepath.Dir(q)) != filepath.Dir(filepath.Dir(p)) {
+		t.Errorf("the default approvals files of two configurations: %q and %q, %v", p, q, err)
 	}
 	c = mustParse(t, "c.yaml", "servers: {s: {command: x}}\n")
 	if !c.Approvals.IsZero() {

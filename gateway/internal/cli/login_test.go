@@ -1,14 +1,17 @@
 package cli
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	neturl "net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/preflightmcp/preflight/gateway"
@@ -127,4 +130,64 @@ func (b *browser) get(u string) string {
 func (b *browser) post(u string, form neturl.Values) int {
 	base := u[:strings.Index(u, "/ui/")]
 	return postForm(b.c, base, u, form)
+}
+
+// TestLoginOnlyToTheGateway: a record of the page's address that points
+// at another listener (a stopped gateway's port, taken by someone else)
+// gets no link: the listener cannot prove it holds the gateway's key. A
+// login key others could read is refused.
+func TestLoginOnlyToTheGateway(t *testing.T) {
+	_, data, _, _ := startServe(t)
+	var got []string
+	squatter := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.URL.RequestURI())
+		io.WriteString(w, "sign in here")
+	}))
+	defer squatter.Close()
+	if err := os.WriteFile(filepath.Join(data, pageFile), []byte(squatter.URL+"/ui\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runMain(t, "login", "-data", data)
+	if code != exitCouldNotRun || strings.Contains(out, squatter.URL) {
+		t.Errorf("login with the page's record pointing elsewhere: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, u := range got {
+		if strings.Contains(u, "token") {
+			t.Errorf("the listener got a token: %s", u)
+		}
+	}
+	if err := os.Chmod(filepath.Join(data, loginKeyFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runMain(t, "login", "-data", data); code != exitCouldNotRun || !strings.Contains(errOut, "others may read or write it") {
+		t.Errorf("login with a key others may read: exit %d %s", code, errOut)
+	}
+}
+
+// TestLoginKeyMadeOnce: gateways starting together on one state
+// directory share one whole key.
+func TestLoginKeyMadeOnce(t *testing.T) {
+	dir := t.TempDir()
+	keys := make(chan []byte, 8)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			k, err := loginKey(dir)
+			if err != nil {
+				t.Error(err)
+			}
+			keys <- k
+		})
+	}
+	wg.Wait()
+	close(keys)
+	first := <-keys
+	for k := range keys {
+		if !bytes.Equal(k, first) || len(k) != keySize {
+			t.Fatalf("two gateways got different keys: %x and %x", first, k)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("left in the directory: %v", entries)
+	}
 }

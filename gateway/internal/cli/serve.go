@@ -325,8 +325,11 @@ func (c *serveCmd) serve(ctx context.Context, env *env, g *gateway.Gateway, logg
 		pageURL = base + gateway.PagePath
 	}
 	if s.login != nil {
-		if err := writePageURL(s.state, pageURL); err != nil {
+		remove, err := writePageURL(s.state, pageURL)
+		if err != nil {
 			logger.Warn("preflight login will not find the page", "error", err)
+		} else {
+			defer remove()
 		}
 	}
 	wctx, wcancel := context.WithTimeout(ctx, serveReadyTimeout)
@@ -432,7 +435,7 @@ func (c *serveCmd) serveConfig(ctx context.Context, env *env, logger *slog.Logge
 	}
 	opts.Logger = logger
 	lst := c.listening(first)
-	state, err := configStateDir()
+	state, err := configStateDir(c.config)
 	if err != nil {
 		_ = opts.Close()
 		return err
@@ -541,7 +544,7 @@ func (c *serveCmd) dataDir() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return dir, os.MkdirAll(dir, 0o755)
+	return dir, os.MkdirAll(dir, 0o700) // it holds the login key and the approvals
 }
 
 // pinsFile is the built-in setup's pin store, in its data directory.

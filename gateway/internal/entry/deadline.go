@@ -19,15 +19,28 @@ type deadlineWriter struct {
 	rc *http.ResponseController
 }
 
+// WriteDeadlines bounds every write of h's responses by WriteTimeout,
+// net/http's own last writes after h returns (a buffered body, the end of
+// a chunked one) included. It belongs at the top of a server: the
+// deadline it leaves on the connection is renewed by the next response's
+// first write.
+func WriteDeadlines(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d := withWriteDeadlines(w)
+		h.ServeHTTP(d, r)
+		d.arm()
+	})
+}
+
 func withWriteDeadlines(w http.ResponseWriter) *deadlineWriter {
 	return &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
 }
 
 func (d *deadlineWriter) arm() { _ = d.rc.SetWriteDeadline(time.Now().Add(WriteTimeout)) }
 
-// disarm clears the deadline when the handler returns: the connection
-// may serve further requests, and net/http's own last writes must not
-// meet a stale deadline.
+// disarm clears the deadline when a handler that was not under
+// WriteDeadlines returns: the connection may serve further requests whose
+// handlers set no deadline of their own.
 func (d *deadlineWriter) disarm() { _ = d.rc.SetWriteDeadline(time.Time{}) }
 
 func (d *deadlineWriter) Write(p []byte) (int, error) {

@@ -24,10 +24,12 @@ import (
 )
 
 // Bounds of the questions the entry has put to legacy clients and waits
-// on: over all sessions, and one principal's.
+// on: over all sessions, one principal's, and one session's (the clients
+// of an anonymous gateway are one principal).
 const (
 	maxWaiting             = 4096
 	maxWaitingPerPrincipal = 256
+	maxWaitingPerSession   = 64
 )
 
 // Handler returns the entry over HTTP in front of sdk, the SDK server's
@@ -49,8 +51,11 @@ type httpEntry struct {
 }
 
 func (h *httpEntry) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
-	w := withWriteDeadlines(rw)
-	defer w.disarm()
+	w, bounded := rw.(*deadlineWriter)
+	if !bounded { // not under WriteDeadlines
+		w = withWriteDeadlines(rw)
+		defer w.disarm()
+	}
 	r.Header.Del(tokenHeader)
 	session := r.Header.Get("Mcp-Session-Id")
 	version := r.Header.Get("Mcp-Protocol-Version")
@@ -235,7 +240,7 @@ func (h *httpConn) Ask(ctx context.Context, method string, params mcp.InputReque
 	key := liveKey{h.session, string(qid)}
 	ch, ok := h.e.live.wait(key, h.principal)
 	if !ok {
-		return nil, fmt.Errorf("the gateway cannot put more questions to clients now (%d waiting, at most %d for one user)", maxWaiting, maxWaitingPerPrincipal)
+		return nil, fmt.Errorf("the gateway cannot put more questions to clients now (at most %d waiting, %d for one user, %d in one session)", maxWaiting, maxWaitingPerPrincipal, maxWaitingPerSession)
 	}
 	defer h.e.live.unwait(key, h.principal)
 	m, _ := json.Marshal(method)

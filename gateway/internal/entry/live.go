@@ -23,6 +23,7 @@ type live struct {
 	calls   map[liveKey]liveCall
 	waiters map[liveKey]waiter
 	waiting map[string]int // questions waiting, by principal
+	asked   map[string]int // questions waiting, by session
 	levels  map[string]mcp.LoggingLevel
 }
 
@@ -43,6 +44,7 @@ func (l *live) init() {
 	l.calls = map[liveKey]liveCall{}
 	l.waiters = map[liveKey]waiter{}
 	l.waiting = map[string]int{}
+	l.asked = map[string]int{}
 	l.levels = map[string]mcp.LoggingLevel{}
 }
 
@@ -81,16 +83,17 @@ func (l *live) cancel(session, principal string, params json.RawMessage) bool {
 }
 
 // wait registers a question put to a client; false when too many wait,
-// in all or for this principal.
+// in all, for this principal or in this session.
 func (l *live) wait(k liveKey, principal string) (<-chan *Message, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.waiters) >= maxWaiting || l.waiting[principal] >= maxWaitingPerPrincipal {
+	if len(l.waiters) >= maxWaiting || l.waiting[principal] >= maxWaitingPerPrincipal || l.asked[k.session] >= maxWaitingPerSession {
 		return nil, false
 	}
 	ch := make(chan *Message, 1)
 	l.waiters[k] = waiter{principal, ch}
 	l.waiting[principal]++
+	l.asked[k.session]++
 	return ch, true
 }
 
@@ -100,6 +103,9 @@ func (l *live) unwait(k liveKey, principal string) {
 	delete(l.waiters, k)
 	if l.waiting[principal]--; l.waiting[principal] <= 0 {
 		delete(l.waiting, principal)
+	}
+	if l.asked[k.session]--; l.asked[k.session] <= 0 {
+		delete(l.asked, k.session)
 	}
 	l.mu.Unlock()
 }

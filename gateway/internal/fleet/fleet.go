@@ -284,7 +284,10 @@ func Start(t testing.TB, o *Options) *Fleet {
 	f.env = append(os.Environ(),
 		"FLEET_BIN="+bin, "FLEET_DATA="+filepath.Join(dir, "data"),
 		"PREFLIGHT_REDIS_URL="+f.RedisURL, "PREFLIGHT_POSTGRES_URL="+f.PostgresURL,
-		"PREFLIGHT_REQUEST_STATE_KEYS=k1:"+base64.StdEncoding.EncodeToString(secret))
+		"PREFLIGHT_REQUEST_STATE_KEYS=k1:"+base64.StdEncoding.EncodeToString(secret),
+		// The replicas' own state (login keys, page addresses) stays in
+		// the fleet's directory.
+		"XDG_STATE_HOME="+filepath.Join(dir, "state"), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"))
 	if err := os.WriteFile(f.config, []byte(strings.Replace(baseConfig, "${SERVERS}", opts.Servers, 1)+opts.Config), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -46,6 +46,10 @@ type subscribed struct {
 	sessions map[call.Session]struct{}
 	ready    chan struct{} // closed when the upstream has answered
 	err      error         // its refusal, once ready
+	// closing is set when its last session left, and closed once the
+	// upstream has been told: a session subscribing meanwhile waits, then
+	// subscribes anew, so that an unsubscribe never lands after it.
+	closing chan struct{}
 }
 
 type sessionSubs struct {
@@ -103,6 +107,16 @@ func (h *subscribe) Serve(ctx context.Context, c *call.Call) (json.RawMessage, e
 // goroutine that ends its subscriptions with it.
 func (s *subscriptions) join(sess call.Session, principal string, k resourceKey, up *upstream.Conn) (*subscribed, bool, error) {
 	s.mu.Lock()
+	for {
+		sub := s.byResource[k]
+		if sub == nil || sub.closing == nil {
+			break
+		}
+		closing := sub.closing
+		s.mu.Unlock()
+		<-closing // bounded by the upstream's call timeout
+		s.mu.Lock()
+	}
 	defer s.mu.Unlock()
 	ss := s.bySession[sess]
 	if ss != nil {
@@ -157,8 +171,9 @@ func (s *subscriptions) fail(k resourceKey, sub *subscribed) {
 }
 
 // leave removes sess from the subscribers of k; it returns the upstream
-// subscription when sess was its last subscriber, nil otherwise (and when
-// sess had not subscribed to k).
+// subscription, closing, when sess was its last subscriber (the caller
+// ends it upstream, then calls closed), nil otherwise (and when sess had
+// not subscribed to k).
 func (s *subscriptions) leave(sess call.Session, k resourceKey) *subscribed {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -177,8 +192,19 @@ func (s *subscriptions) leaveLocked(sess call.Session, k resourceKey) *subscribe
 	if len(sub.sessions) > 0 {
 		return nil
 	}
-	delete(s.byResource, k)
+	sub.closing = make(chan struct{})
 	return sub
+}
+
+// closed forgets an upstream subscription leave returned, once the
+// upstream has been told, and releases the sessions waiting to subscribe.
+func (s *subscriptions) closed(k resourceKey, sub *subscribed) {
+	s.mu.Lock()
+	if s.byResource[k] == sub {
+		delete(s.byResource, k)
+	}
+	s.mu.Unlock()
+	close(sub.closing)
 }
 
 // dropLocked removes one subscription of sess from the bookkeeping.
@@ -203,18 +229,19 @@ func (s *subscriptions) dropLocked(sess call.Session, k resourceKey) {
 // unsubscribing upstream from those it was the last subscriber of.
 func (s *subscriptions) endSession(sess call.Session) {
 	s.mu.Lock()
-	var last []*subscribed
+	last := map[resourceKey]*subscribed{}
 	if ss := s.bySession[sess]; ss != nil {
 		for k := range ss.keys {
 			if sub := s.leaveLocked(sess, k); sub != nil {
-				last = append(last, sub)
+				last[k] = sub
 			}
 		}
 		delete(s.bySession, sess)
 	}
 	s.mu.Unlock()
-	for _, sub := range last {
+	for k, sub := range last {
 		s.unsubscribeUpstream(context.Background(), sub)
+		s.closed(k, sub)
 	}
 }
 
@@ -240,10 +267,12 @@ func (h *unsubscribe) Serve(ctx context.Context, c *call.Call) (json.RawMessage,
 	if sess == nil {
 		return json.RawMessage(`{}`), nil
 	}
-	sub := h.f.subs.leave(sess, resourceKey{c.Upstream.Name(), c.Target})
+	k := resourceKey{c.Upstream.Name(), c.Target}
+	sub := h.f.subs.leave(sess, k)
 	if sub == nil {
 		return json.RawMessage(`{}`), nil
 	}
+	defer h.f.subs.closed(k, sub)
 	c.UpstreamEra = c.Upstream.Era()
 	// A 2026-07-28 client unsubscribes by ending its subscriptions/listen
 	// stream, whose context the SDK then hands over already cancelled: the

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -158,6 +159,10 @@ func (l *TokenLogin) valid(token string, use bool) bool {
 func (l *TokenLogin) Authenticate(w http.ResponseWriter, r *http.Request) (Identity, bool) {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
+		if c := r.URL.Query().Get("challenge"); c != "" && len(l.opts.Key) > 0 {
+			l.prove(w, c)
+			return Identity{}, false
+		}
 		token := r.URL.Query().Get("token")
 		data := loginView{Token: token, Valid: token != "" && l.valid(token, false), Given: token != ""}
 		status := http.StatusOK
@@ -185,6 +190,8 @@ func (l *TokenLogin) Authenticate(w http.ResponseWriter, r *http.Request) (Ident
 const (
 	signedPrefix = "s."
 	signedLen    = 8 + 16 + sha256.Size
+	// signedTokenLen is a signed token's length, prefix included.
+	signedTokenLen = len(signedPrefix) + (signedLen*8+5)/6
 	// MaxSignedTTL bounds the life of a signed link.
 	MaxSignedTTL = time.Hour
 	// maxSpent bounds the signed tokens remembered as used; past it, no
@@ -215,13 +222,40 @@ func SignedLink(base string, key []byte, ttl time.Duration) (string, error) {
 	return link.String(), nil
 }
 
+// maxChallenge bounds a key challenge's length.
+const maxChallenge = 128
+
+// KeyProof is the answer of a page holding key to challenge: proof that
+// the page is the gateway's before a link signed with key is handed to it
+// (`preflight login` asks first, so that a listener that took over a
+// stopped gateway's port never gets one).
+func KeyProof(key []byte, challenge string) string {
+	derived := hmac.New(sha256.New, key)
+	derived.Write([]byte("preflight/login-challenge"))
+	mac := hmac.New(sha256.New, derived.Sum(nil))
+	mac.Write([]byte(challenge))
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// prove answers a key challenge with KeyProof.
+func (l *TokenLogin) prove(w http.ResponseWriter, challenge string) {
+	if len(challenge) > maxChallenge {
+		http.Error(w, "challenge too long", http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = io.WriteString(w, KeyProof(l.opts.Key, challenge))
+}
+
 // validSigned checks a signed token: its MAC under the key, its expiry,
 // and that it was not used; use spends it.
 func (l *TokenLogin) validSigned(token string, use bool) bool {
-	if len(l.opts.Key) == 0 {
+	if len(l.opts.Key) == 0 || len(token) != signedTokenLen {
 		return false
 	}
-	b, err := base64.RawURLEncoding.DecodeString(token[len(signedPrefix):])
+	// Strict: one spelling per token (no ignored newlines or trailing
+	// bits), so that a spent token cannot come back spelled otherwise.
+	b, err := base64.RawURLEncoding.Strict().DecodeString(token[len(signedPrefix):])
 	if err != nil || len(b) != signedLen {
 		return false
 	}
@@ -235,7 +269,7 @@ func (l *TokenLogin) validSigned(token string, use bool) bool {
 	if !now.Before(exp) || exp.After(now.Add(MaxSignedTTL+time.Minute)) {
 		return false
 	}
-	h := sha256.Sum256([]byte(token))
+	h := sha256.Sum256(b) // the token as decoded
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, used := l.spent[h]; used {

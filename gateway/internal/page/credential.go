@@ -94,7 +94,7 @@ type credentialView struct {
 func (l *CredentialLogin) Authenticate(w http.ResponseWriter, r *http.Request) (Identity, bool) {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
-		if l.opts.Link != nil && r.URL.Query().Has("token") {
+		if l.opts.Link != nil && (r.URL.Query().Has("token") || r.URL.Query().Has("challenge")) {
 			return l.opts.Link.Authenticate(w, r)
 		}
 		l.form(w, r, http.StatusOK, "")

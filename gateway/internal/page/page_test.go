@@ -560,6 +560,17 @@ func TestSignedLink(t *testing.T) {
 		if !signIn(l, link) || signIn(l, link) {
 			t.Error("a signed link must sign in exactly once")
 		}
+		// Nor does it come back spelled otherwise: with a newline the
+		// lenient decoder skips, or other trailing bits.
+		u, _ := url.Parse(link)
+		token := u.Query().Get("token")
+		const b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+		last := b64[strings.IndexByte(b64, token[len(token)-1])^1] // an unused bit flipped
+		for _, respelled := range []string{token[:5] + "\n" + token[5:], token[:len(token)-1] + string(last)} {
+			if signIn(l, "http://127.0.0.1:8080/ui/login?"+url.Values{"token": {respelled}}.Encode()) {
+				t.Errorf("a spent link signed in again as %q", respelled)
+			}
+		}
 		other, _ := page.SignedLink("http://127.0.0.1:8080/ui", []byte("another key, just as long as it!"), 10*time.Minute)
 		tampered := strings.Replace(link, "token=s.A", "token=s.B", 1)
 		if tampered == link {
@@ -567,6 +578,12 @@ func TestSignedLink(t *testing.T) {
 		}
 		if signIn(l, other) || signIn(l, tampered) || signIn(page.NewTokenLogin(nil), link) {
 			t.Error("a link under another key, a tampered link or a login without the key signed in")
+		}
+		// The page proves it holds the key.
+		rec := httptest.NewRecorder()
+		l.Authenticate(rec, httptest.NewRequest(http.MethodGet, "/login?challenge=c-123", nil))
+		if rec.Code != http.StatusOK || rec.Body.String() != page.KeyProof(key, "c-123") || rec.Body.String() == page.KeyProof(key, "c-124") {
+			t.Errorf("key proof: %d %q", rec.Code, rec.Body.String())
 		}
 		late, _ := page.SignedLink("http://127.0.0.1:8080/ui", key, 10*time.Minute)
 		time.Sleep(11 * time.Minute)

@@ -203,15 +203,26 @@ func (d *Decider) Decide(c *call.Call) *call.Decision {
 	return out
 }
 
-// StaticConfirms reports whether the gateway asks before every call of t
-// that it knows nothing more of than its declaration: by the defaults
-// (delete, destructive or requiresConfirmation; the deployer's rules,
-// which may read the arguments, are left to each call), enforced. The
+// StaticConfirms reports whether the gateway asks before every call of t,
+// knowing nothing more of it than its declaration: the first deployer's
+// rule for t says confirm, unconditionally, or no rule is for t and the
+// defaults confirm it (delete, destructive or requiresConfirmation);
+// enforced, not in a dry run. A rule with a condition decides call by
+// call, so the listing claims nothing of a tool it may match. The
 // gateway's listing says so in the tool's mcp.dev/requiresConfirmation, so
 // that a client or a lint reading the listing sees what the gateway does.
 func (d *Decider) StaticConfirms(t *catalog.Tool) bool {
 	if t == nil || t.Tool == nil || d.modeOf(t.Upstream) == DryRun {
 		return false
+	}
+	for i := range d.rules {
+		r := &d.rules[i]
+		if r.servers != nil && !r.servers[t.Upstream] || len(r.Tools) > 0 && !matchAny(r.Tools, t.Name) {
+			continue
+		}
+		// The first rule that may match decides; one with a condition
+		// decides call by call, so the listing claims nothing.
+		return r.cond == nil && r.Verdict == call.Confirm
 	}
 	var out call.Decision
 	defaults(policy.Evaluate(policy.Input{Static: t.Tool.Annotations, StaticHints: Static(t).Hints}), &out)

@@ -245,3 +245,41 @@ func BenchmarkDecide(b *testing.B) {
 		})
 	}
 }
+
+// TestStaticConfirms: the listing says a tool asks first only when every
+// call of it is confirmed: by the defaults, or by the first rule for it
+// without a condition; a rule with a condition, or one that allows,
+// leaves the listing claiming nothing.
+func TestStaticConfirms(t *testing.T) {
+	tool := func(server, name string, ann *mcp.ToolAnnotations) *catalog.Tool {
+		return &catalog.Tool{Name: name, Upstream: server, Tool: &mcp.Tool{Name: name, Annotations: ann}}
+	}
+	destructive := &mcp.ToolAnnotations{DestructiveHint: new(true)}
+	d, err := stage.NewDecider(&stage.DecideOptions{
+		Servers: map[string]stage.Mode{"trial": stage.DryRun},
+		Rules: []stage.DecisionRule{
+			{Name: "scratch", Servers: []string{"files"}, Tools: []string{"delete_scratch"}, Verdict: call.Allow},
+			{Name: "tmp", Tools: []string{"delete_tmp"}, When: `args.path.startsWith("tmp/")`, Verdict: call.Allow},
+			{Name: "send", Tools: []string{"send_*"}, Verdict: call.Confirm},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		t    *catalog.Tool
+		want bool
+	}{
+		{tool("files", "delete_file", destructive), true},
+		{tool("files", "read_file", &mcp.ToolAnnotations{ReadOnlyHint: true}), false},
+		{tool("files", "delete_scratch", destructive), false},
+		{tool("other", "delete_scratch", destructive), true},
+		{tool("files", "delete_tmp", destructive), false},
+		{tool("files", "send_mail", &mcp.ToolAnnotations{DestructiveHint: new(false)}), true},
+		{tool("trial", "delete_file", destructive), false},
+	} {
+		if got := d.StaticConfirms(tc.t); got != tc.want {
+			t.Errorf("%s on %s: %v, want %v", tc.t.Name, tc.t.Upstream, got, tc.want)
+		}
+	}
+}
