@@ -86,6 +86,20 @@ func Define(t *mcp.Tool) (*Definition, error) {
 	return d, nil
 }
 
+// NewToolPin returns the pin of a tool first seen after its server's first
+// listing (strict mode): its name, and nothing approved. Its fingerprint
+// is no served definition's, so the tool stays quarantined until someone
+// approves what it serves.
+func NewToolPin(name string) *Definition {
+	d := &Definition{Name: name}
+	_ = d.seal() // a name always encodes
+	return d
+}
+
+// NewTool reports whether d is a [NewToolPin]: a definition made by
+// [Define] always has annotations (the defaults spelled out).
+func (d *Definition) NewTool() bool { return len(d.Annotations) == 0 }
+
 // seal computes the fingerprint.
 func (d *Definition) seal() error {
 	type plain Definition // without the methods, to marshal the fields

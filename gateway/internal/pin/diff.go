@@ -119,6 +119,9 @@ type Diff struct {
 	Changes []Change `json:"changes"`
 	// Omitted counts the changes of schemas left out of Changes.
 	Omitted int `json:"omitted,omitempty"`
+	// New reports that nothing of the tool was approved (its pin is a
+	// [NewToolPin]): every field is shown as it is served.
+	New bool `json:"new,omitempty"`
 	// Class sums the changes up, the omitted ones included.
 	Class Class `json:"-"`
 }
@@ -143,6 +146,9 @@ func (d *Diff) Summary() string {
 			seen[s] = true
 			parts = append(parts, s)
 		}
+	}
+	if d.New {
+		add(FieldNewTool)
 	}
 	for _, c := range d.Changes {
 		if c.Caution == CautionRemoved {
@@ -177,12 +183,21 @@ func (d *Diff) String() string {
 	return b.String()
 }
 
+// FieldNewTool is the first change of a diff from a [NewToolPin]: the
+// tool itself is new.
+const FieldNewTool = "new tool"
+
 // Compare returns what changed from old to new. Neither is modified. It
-// never fails: a field that does not decode is compared as raw JSON.
+// never fails: a field that does not decode is compared as raw JSON. From
+// a [NewToolPin], the diff is New and starts with FieldNewTool; caution is
+// compared with the defaults a client assumes of a tool that says nothing.
 func Compare(old, new *Definition) *Diff {
 	d := &Diff{Changes: []Change{}}
 	if old.Fingerprint() != "" && old.Fingerprint() == new.Fingerprint() {
 		return d
+	}
+	if d.New = old.NewTool(); d.New {
+		d.Changes = append(d.Changes, Change{Field: FieldNewTool, Old: "(absent)", New: quoteText(new.Name) + " (first listed after its server's first listing)"})
 	}
 	cautionChanges(d, old, new)
 	if old.Name != new.Name {

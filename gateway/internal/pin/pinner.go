@@ -18,12 +18,14 @@ type Mode string
 
 // The modes, as the gateway's config names them (config.Pin).
 const (
-	// ModeStrict: any change quarantines the tool until approved.
+	// ModeStrict: any change quarantines the tool until approved, and so
+	// does a tool first seen after the server's first listing (a new or
+	// renamed tool).
 	ModeStrict Mode = "strict"
 	// ModeWarn: a change that removes caution quarantines the tool; one
 	// that only adds caution is accepted and becomes the pin; any other is
 	// logged, and the tool stays listed as served and callable until
-	// someone approves it.
+	// someone approves it. A new tool is pinned at first sight.
 	ModeWarn Mode = "warn"
 	// ModeOff: nothing is pinned or checked.
 	ModeOff Mode = "off"
@@ -84,11 +86,23 @@ type serverPins struct {
 	// memo holds the definitions of the last list, by tool name, with
 	// their memoKey; guarded by check.
 	memo map[string]memoized
+	// listing says whether the server's first listing is behind it;
+	// guarded by check.
+	listing listing
 
 	mu     sync.RWMutex
 	loaded time.Time // when the whole list was last read
 	tools  map[string]*entry
 }
+
+// listing is what a Pinner knows of a server's first listing.
+type listing int8
+
+const (
+	listingUnknown listing = iota // not asked of the store yet
+	listingFirst                  // this process checks the first listing
+	listingBefore                 // the first listing was checked before
+)
 
 type memoized struct {
 	key [32]byte
@@ -169,8 +183,11 @@ const (
 	EventPinned      Event = "pinned"      // first sight: the definition is pinned
 	EventChanged     Event = "changed"     // a new change, listed and callable (warn)
 	EventQuarantined Event = "quarantined" // a new change, quarantined
-	EventAccepted    Event = "accepted"    // a change that only adds caution became the pin (warn)
+	EventAccepted    Event = "accepted"    // a change that only adds caution, or a new tool, became the pin (warn)
 	EventReleased    Event = "released"    // the upstream serves the pinned definition again
+	// EventNew: a tool first seen after its server's first listing (new,
+	// or renamed), quarantined until approved (strict).
+	EventNew Event = "new"
 )
 
 // Verdict is a Check's answer for one tool.
@@ -215,8 +232,10 @@ func (vs Verdicts) Changed() bool {
 }
 
 // Check compares the tools an upstream server lists with their pins, as
-// the server's mode says: it pins tools seen for the first time and
-// quarantines, logs or accepts those that changed. Call it on every
+// the server's mode says: it pins the tools of the server's first listing
+// ever (trust on first use, remembered in the store), quarantines (strict)
+// or pins (warn) tools first seen later, and quarantines, logs or accepts
+// those that changed. Call it on every
 // tools/list of the upstream, before listing its tools, and list
 // Verdicts.Tools. It fails when the store does (then nothing is known of
 // the pins, and the caller should not list the server's tools), and for a
@@ -246,6 +265,10 @@ func (p *Pinner) Check(ctx context.Context, server string, tools []*mcp.Tool) (V
 		}
 		s.replace(recs, now)
 	}
+	first, err := p.firstListing(ctx, s, server, now)
+	if err != nil {
+		return nil, err
+	}
 	memo := make(map[string]memoized, len(tools))
 	for i, t := range tools {
 		if _, dup := memo[t.Name]; dup {
@@ -264,14 +287,43 @@ func (p *Pinner) Check(ctx context.Context, server string, tools []*mcp.Tool) (V
 			m = memoized{key, def}
 		}
 		memo[t.Name] = m
-		v, err := p.checkOne(ctx, s, server, mode, t, m.def, now)
+		v, err := p.checkOne(ctx, s, server, mode, t, m.def, first, now)
 		if err != nil {
 			return nil, err
 		}
 		out[i] = v
 	}
 	s.memo = memo
+	s.listing = listingBefore // the first listing is pinned whole
 	return out, nil
+}
+
+// firstListing reports whether this check is of server's first listing
+// ever, asking the store once per process; s.check is held. A store that
+// holds pins of the server from before it recorded listings has seen one.
+func (p *Pinner) firstListing(ctx context.Context, s *serverPins, server string, now time.Time) (bool, error) {
+	if s.listing == listingUnknown {
+		first, err := p.store.Listed(ctx, server, now)
+		if err != nil {
+			return false, fmt.Errorf("pin: recording the listing of %q: %w", clean(server, maxValue), err)
+		}
+		s.listing = listingBefore
+		if first && !s.hasRecords() {
+			s.listing = listingFirst
+		}
+	}
+	return s.listing == listingFirst, nil
+}
+
+func (s *serverPins) hasRecords() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, e := range s.tools {
+		if e.rec != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *serverPins) loadedAt() time.Time {
@@ -315,14 +367,21 @@ func samePending(a, b *Record) bool {
 		(a.Pending == nil || a.Pending.Fingerprint() == b.Pending.Fingerprint())
 }
 
-// checkOne decides one tool; s.check is held.
-func (p *Pinner) checkOne(ctx context.Context, s *serverPins, server string, mode Mode, t *mcp.Tool, def *Definition, now time.Time) (Verdict, error) {
+// checkOne decides one tool; s.check is held. A tool nothing is pinned of
+// is pinned at first sight in the server's first listing and in warn
+// mode; in strict mode a later one is pinned as a NewToolPin, which the
+// definition it serves then differs from.
+func (p *Pinner) checkOne(ctx context.Context, s *serverPins, server string, mode Mode, t *mcp.Tool, def *Definition, first bool, now time.Time) (Verdict, error) {
 	v := Verdict{Name: t.Name, Serve: t}
 	var err error
 	v.Fingerprint = def.Fingerprint()
 	e := s.get(t.Name)
 	if e == nil || e.rec == nil {
-		r, err := p.store.Pin(ctx, server, def, now)
+		pinned := def
+		if !first && mode == ModeStrict {
+			pinned = NewToolPin(t.Name)
+		}
+		r, err := p.store.Pin(ctx, server, pinned, now)
 		if err != nil {
 			return v, fmt.Errorf("pin: pinning %q of %q: %w", clean(t.Name, maxValue), clean(server, maxValue), err)
 		}
@@ -331,6 +390,21 @@ func (p *Pinner) checkOne(ctx context.Context, s *serverPins, server string, mod
 			v.State, v.Event = StatePinned, EventPinned
 			p.log.Info("pin: pinned at first sight", "server", server, "tool", t.Name, "fingerprint", v.Fingerprint)
 			return v, nil
+		}
+		if first && r.Pinned.NewTool() {
+			// Another replica, which saw this server's first listing
+			// recorded before this one pinned its tools, took the tool
+			// for new: it is part of the first listing, so its definition
+			// is pinned as first seen.
+			fail := func(what string, err error) (Verdict, error) {
+				return v, fmt.Errorf("pin: %s %q of %q: %w", what, clean(t.Name, maxValue), clean(server, maxValue), err)
+			}
+			v, err = p.accept(ctx, s, server, def, r, "", v, fail, now)
+			if !errors.Is(err, ErrConflict) {
+				v.Serve = t
+				return v, err
+			}
+			e = s.get(t.Name)
 		}
 		// Another replica pinned it first, maybe with another definition.
 	}
@@ -387,30 +461,17 @@ func (p *Pinner) decide(ctx context.Context, s *serverPins, server string, mode 
 	pinned := r.Pinned.Fingerprint()
 	want := StateChanged
 	switch {
-	case mode == ModeStrict || d.Class == RemovesCaution:
+	case mode == ModeStrict:
+		want = StateQuarantined
+	case d.New:
+		// Warn mode pins a new tool at first sight, as if it had been
+		// first seen in warn mode.
+		return p.accept(ctx, s, server, def, r, "", v, fail, now)
+	case d.Class == RemovesCaution:
 		want = StateQuarantined
 	case d.Class == AddsCaution:
 		// Warn mode accepts what only adds caution: it becomes the pin.
-		var err error
-		if r, err = p.store.Quarantine(ctx, server, name, pinned, StateChanged, def, now); err != nil {
-			return fail("recording", err)
-		}
-		if r, err = p.store.Approve(ctx, server, name, def.Fingerprint(), AutoApprover, now); err != nil {
-			if errors.Is(err, ErrStale) || errors.Is(err, ErrNothingPending) {
-				// Another replica recorded or approved something else
-				// meanwhile: decide again against the store's record.
-				if r, err = p.store.Get(ctx, server, name); err == nil {
-					s.put(r, now, nil)
-					return v, ErrConflict
-				}
-			}
-			return fail("accepting", err)
-		}
-		s.put(r, now, nil)
-		v.State, v.Event = StatePinned, EventAccepted
-		p.log.Info("pin: accepted a change that only adds caution", "server", server, "tool", name,
-			"fingerprint", v.Fingerprint, "changed", d.Summary())
-		return v, nil
+		return p.accept(ctx, s, server, def, r, AutoApprover, v, fail, now)
 	}
 	v.State = want
 	if r.State == want && r.Pending != nil && r.Pending.Fingerprint() == def.Fingerprint() {
@@ -424,7 +485,11 @@ func (p *Pinner) decide(ctx context.Context, s *serverPins, server string, mode 
 			return fail("quarantining", err)
 		}
 		s.put(r, now, d)
-		if want == StateQuarantined {
+		if want == StateQuarantined && d.New {
+			v.Event = EventNew
+			p.log.Warn("pin: quarantined a tool first seen after its server's first listing", "server", server, "tool", name,
+				"pending", v.Fingerprint, "mode", string(mode))
+		} else if want == StateQuarantined {
 			v.Event = EventQuarantined
 			p.log.Warn("pin: quarantined a tool whose definition changed", "server", server, "tool", name,
 				"pinned", pinned, "pending", v.Fingerprint, "changed", d.Summary(), "mode", string(mode))
@@ -440,28 +505,73 @@ func (p *Pinner) decide(ctx context.Context, s *serverPins, server string, mode 
 	return v, nil
 }
 
+// accept makes def the pin of its tool by itself (warn mode), approved by
+// approver ("" for first sight), and returns the verdict; ErrConflict
+// when another replica recorded or approved something else meanwhile.
+func (p *Pinner) accept(ctx context.Context, s *serverPins, server string, def *Definition, r *Record, approver string,
+	v Verdict, fail func(string, error) (Verdict, error), now time.Time) (Verdict, error) {
+	name := def.Name
+	var err error
+	if r, err = p.store.Quarantine(ctx, server, name, r.Pinned.Fingerprint(), StateChanged, def, now); err != nil {
+		if errors.Is(err, ErrConflict) && r != nil {
+			s.put(r, now, nil) // the store's record, to decide against again
+			return v, err
+		}
+		return fail("recording", err)
+	}
+	if r, err = p.store.Approve(ctx, server, name, def.Fingerprint(), approver, now); err != nil {
+		if errors.Is(err, ErrStale) || errors.Is(err, ErrNothingPending) {
+			// Decide again against the store's record.
+			if r, err = p.store.Get(ctx, server, name); err == nil {
+				s.put(r, now, nil)
+				return v, ErrConflict
+			}
+		}
+		return fail("accepting", err)
+	}
+	s.put(r, now, nil)
+	v.State, v.Event = StatePinned, EventAccepted
+	if approver == "" {
+		p.log.Info("pin: pinned a new tool at first sight", "server", server, "tool", name, "fingerprint", v.Fingerprint)
+	} else {
+		p.log.Info("pin: accepted a change that only adds caution", "server", server, "tool", name,
+			"fingerprint", v.Fingerprint, "changed", v.Diff.Summary())
+	}
+	return v, nil
+}
+
 // Quarantined returns the listing of a quarantined tool: its pinned
 // (approved) definition, never the changed one, whose text has not been
 // approved and may be what the change is about; its description starts by
 // saying it is quarantined, and _meta[MetaQuarantined] says what changed.
+// A new tool (a NewToolPin) is listed by its name alone, with an empty
+// object schema and no annotations (a client assumes the most caution).
 func Quarantined(pinned, pending *Definition, d *Diff, since, now time.Time) *mcp.Tool {
 	t := pinned.Tool()
 	if since.IsZero() {
 		since = now
 	}
-	summary := d.Summary()
-	t.Description = "[Quarantined by the gateway: this tool's definition changed (" + summary +
-		") and awaits an operator's approval; calls are refused until then.] " + t.Description
+	if d.New {
+		t.Description = "[Quarantined by the gateway: this tool is new (first listed after its server's first listing); " +
+			"its definition awaits an operator's approval and calls are refused until then.]"
+	} else {
+		t.Description = "[Quarantined by the gateway: this tool's definition changed (" + d.Summary() +
+			") and awaits an operator's approval; calls are refused until then.] " + t.Description
+	}
 	meta := map[string]any{}
 	for k, v := range t.Meta {
 		meta[k] = v
 	}
-	meta[MetaQuarantined] = map[string]any{
+	q := map[string]any{
 		"changed": d.Fields(),
 		"pinned":  pinned.Fingerprint(),
 		"pending": pending.Fingerprint(),
 		"since":   since.UTC().Format(time.RFC3339),
 	}
+	if d.New {
+		q["new"] = true
+	}
+	meta[MetaQuarantined] = q
 	t.Meta = meta
 	return t
 }
@@ -485,6 +595,9 @@ type QuarantinedError struct {
 	// Store is the pin store to name to preflight pins (Options.Store),
 	// "" when unknown.
 	Store string
+	// New reports a tool first seen after its server's first listing:
+	// nothing of it was ever approved.
+	New bool
 }
 
 func (e *QuarantinedError) Error() string {
@@ -492,11 +605,19 @@ func (e *QuarantinedError) Error() string {
 	if e.Store != "" {
 		cmd, where = "preflight pins -store "+quoteWord(clean(e.Store, maxStore)), ""
 	}
-	return fmt.Sprintf("tool %q of server %q is quarantined: its definition changed since it was approved (%s), "+
-		"and the call was not sent to the server. An operator can review the change with "+
-		"'%s show %s %s' and approve it with '%s approve %s %s %s'%s",
-		clean(e.Tool, maxValue), clean(e.Server, maxValue), e.Changed,
-		cmd, shellWord(e.Server), shellWord(e.Tool), cmd, shellWord(e.Server), shellWord(e.Tool), e.Pending, where)
+	why := fmt.Sprintf("its definition changed since it was approved (%s)", e.Changed)
+	if e.New {
+		why = "it is new (first listed after the server's first listing) and nobody approved it yet"
+	}
+	approve := fmt.Sprintf(" and approve it with '%s approve %s %s %s'", cmd, shellWord(e.Server), shellWord(e.Tool), e.Pending)
+	if e.Pending == "" {
+		approve = "; it can be approved once the server lists it again"
+	}
+	return fmt.Sprintf("tool %q of server %q is quarantined: %s, "+
+		"and the call was not sent to the server. An operator can review it with "+
+		"'%s show %s %s'%s%s",
+		clean(e.Tool, maxValue), clean(e.Server, maxValue), why,
+		cmd, shellWord(e.Server), shellWord(e.Tool), approve, where)
 }
 
 // maxStore bounds the runes of the store named in a QuarantinedError.
@@ -554,6 +675,9 @@ func (p *Pinner) Allowed(ctx context.Context, server, tool string) error {
 			}
 		}
 	}
+	if e.rec != nil && e.rec.Pinned.NewTool() {
+		return newToolError(e.rec, p.spec)
+	}
 	if e.rec == nil || e.rec.State != StateQuarantined || e.rec.Pending == nil {
 		return nil
 	}
@@ -564,6 +688,16 @@ func (p *Pinner) Allowed(ctx context.Context, server, tool string) error {
 	}
 	return &QuarantinedError{Server: server, Tool: tool, Pinned: e.rec.Pinned.Fingerprint(),
 		Pending: e.rec.Pending.Fingerprint(), Since: e.rec.PendingSince, Changed: d.Summary(), Store: p.spec}
+}
+
+// newToolError refuses a call to a tool whose pin holds nothing approved,
+// whatever its state.
+func newToolError(r *Record, store string) *QuarantinedError {
+	e := &QuarantinedError{Server: r.Server, Tool: r.Tool, Pinned: r.Pinned.Fingerprint(), Since: r.PinnedAt, Store: store, New: true}
+	if r.Pending != nil {
+		e.Pending, e.Since = r.Pending.Fingerprint(), r.PendingSince
+	}
+	return e
 }
 
 // setDiff caches a computed diff on the entry that is still current.

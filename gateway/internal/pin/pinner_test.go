@@ -638,3 +638,105 @@ func TestAllowedUnknownServer(t *testing.T) {
 		t.Errorf("a quarantine by another replica, for a server b never checked: %v", err)
 	}
 }
+
+// TestNewToolAfterFirstListing: in strict mode, the tools of a server's
+// first listing are pinned at first sight, but a tool first listed later
+// (new, or a renamed one) is quarantined with nothing approved: listed by
+// its name alone, refused, until someone approves what it serves; the
+// first listing is remembered by the store, across replicas and restarts.
+// In warn mode a new tool is pinned at first sight.
+func TestNewToolAfterFirstListing(t *testing.T) {
+	f := newFixture()
+	f.setMode("files", pin.ModeStrict)
+	ctx := context.Background()
+	a := f.pinner()
+	if v := check(t, a, "files", readFile())[0]; v.State != pin.StatePinned || v.Event != pin.EventPinned {
+		t.Fatalf("first listing: %+v", v)
+	}
+	vs := check(t, a, "files", readFile(), deleteFile())
+	v := vs[1]
+	if v.State != pin.StateQuarantined || v.Event != pin.EventNew || v.Diff == nil || !v.Diff.New || !vs.Changed() {
+		t.Fatalf("a new tool: %+v", v)
+	}
+	listed := vs.Tools()[1]
+	if !strings.HasPrefix(listed.Description, "[Quarantined by the gateway: this tool is new") || listed.Annotations != nil ||
+		strings.Contains(fmt.Sprint(listed.InputSchema), "path") {
+		t.Errorf("the new tool is listed as %+v", listed)
+	}
+	err := a.Allowed(ctx, "files", "delete_file")
+	var q *pin.QuarantinedError
+	if !errors.As(err, &q) || !q.New || q.Pending != v.Fingerprint || !strings.Contains(err.Error(), "it is new") {
+		t.Fatalf("calling it: %v", err)
+	}
+	if err := a.Allowed(ctx, "files", "read_file"); err != nil {
+		t.Errorf("the tool of the first listing: %v", err)
+	}
+
+	// A restart (another Pinner over the store) remembers the first
+	// listing: a renamed tool is new too.
+	b := f.pinner()
+	renamed := readFile()
+	renamed.Name = "read_any_file"
+	vs = check(t, b, "files", readFile(), deleteFile(), renamed)
+	if vs[0].State != pin.StatePinned || vs[1].State != pin.StateQuarantined || vs[2].Event != pin.EventNew {
+		t.Fatalf("after a restart: %+v", vs)
+	}
+
+	if _, err := b.Approve(ctx, "files", "delete_file", v.Fingerprint, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Allowed(ctx, "files", "delete_file"); err != nil {
+		t.Errorf("approved: %v", err)
+	}
+	if v := check(t, b, "files", readFile(), deleteFile())[1]; v.State != pin.StatePinned || v.Event != pin.EventNone {
+		t.Errorf("listed after approval: %+v", v)
+	}
+
+	// Warn mode pins a new tool as it is served.
+	f.setMode("docs", pin.ModeWarn)
+	check(t, a, "docs", readFile())
+	if v := check(t, a, "docs", readFile(), deleteFile())[1]; v.State != pin.StatePinned || v.Event != pin.EventPinned {
+		t.Errorf("warn mode: %+v", v)
+	}
+	if err := a.Allowed(ctx, "docs", "delete_file"); err != nil {
+		t.Errorf("warn mode: %v", err)
+	}
+}
+
+// racingStore lets another replica list the server between this one's
+// recording of the first listing and its pinning of the tools.
+type racingStore struct {
+	*pin.MemoryStore
+	once   sync.Once
+	listed func()
+}
+
+func (s *racingStore) Listed(ctx context.Context, server string, at time.Time) (bool, error) {
+	first, err := s.MemoryStore.Listed(ctx, server, at)
+	if first {
+		s.once.Do(s.listed)
+	}
+	return first, err
+}
+
+// TestFirstListingRace: a replica that lists the server while another
+// checks its first listing takes the tools for new; the replica that
+// checks the first listing pins them as served nonetheless.
+func TestFirstListingRace(t *testing.T) {
+	c := newClock()
+	store := &racingStore{MemoryStore: pin.NewMemoryStore(0)}
+	opts := &pin.Options{Mode: func(string) pin.Mode { return pin.ModeStrict }, Now: c.Now}
+	a, b := pin.New(store, opts), pin.New(store, opts)
+	store.listed = func() {
+		if v := check(t, b, "files", deleteFile())[0]; v.State != pin.StateQuarantined || v.Event != pin.EventNew {
+			t.Errorf("replica b, after a recorded the first listing: %+v", v)
+		}
+	}
+	if v := check(t, a, "files", deleteFile())[0]; v.State != pin.StatePinned {
+		t.Fatalf("replica a, checking the first listing: %+v", v)
+	}
+	c.Advance(pin.DefaultRefresh)
+	if err := b.Allowed(context.Background(), "files", "delete_file"); err != nil {
+		t.Errorf("replica b once fresh: %v", err)
+	}
+}

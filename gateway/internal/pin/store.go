@@ -31,7 +31,9 @@ type Record struct {
 	Server string `json:"server"`
 	Tool   string `json:"tool"`
 	// Pinned is the definition first seen or last approved, and
-	// PinnedAt when.
+	// PinnedAt when. For a tool first seen after its server's first
+	// listing in strict mode, it is [NewToolPin]: nothing of the tool is
+	// approved until someone approves Pending.
 	Pinned   *Definition `json:"pinned"`
 	PinnedAt time.Time   `json:"pinnedAt"`
 	// ApprovedBy is who approved Pinned: "" when it was pinned at first
@@ -93,6 +95,11 @@ type Store interface {
 	// which succeeds: approving twice is harmless) and with ErrStale when
 	// another definition is pending.
 	Approve(ctx context.Context, server, tool, fingerprint, approver string, at time.Time) (*Record, error)
+	// Listed records that server's tools were listed at at, unless a
+	// listing of it was recorded before, and reports whether this one is
+	// the first: tools first seen later are new (quarantined in strict
+	// mode), whatever the process that sees them.
+	Listed(ctx context.Context, server string, at time.Time) (first bool, err error)
 }
 
 // ApplyQuarantine is Store.Quarantine applied to a copy of r: the rule
@@ -137,10 +144,11 @@ func ApplyApprove(r *Record, fingerprint, approver string, at time.Time) (*Recor
 // MemoryStore is a Store in this process's memory: pins last as long as
 // the process. Its zero value is not ready; use [NewMemoryStore].
 type MemoryStore struct {
-	mu   sync.RWMutex
-	recs map[string]map[string]*Record // by server, then tool
-	n    int
-	max  int
+	mu     sync.RWMutex
+	recs   map[string]map[string]*Record // by server, then tool
+	listed map[string]time.Time          // first listing of each server
+	n      int
+	max    int
 }
 
 // NewMemoryStore returns an empty store that holds at most max records
@@ -149,7 +157,21 @@ func NewMemoryStore(max int) *MemoryStore {
 	if max <= 0 {
 		max = 100_000
 	}
-	return &MemoryStore{recs: map[string]map[string]*Record{}, max: max}
+	return &MemoryStore{recs: map[string]map[string]*Record{}, listed: map[string]time.Time{}, max: max}
+}
+
+// Listed implements Store.
+func (s *MemoryStore) Listed(_ context.Context, server string, at time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.listed[server]; ok {
+		return false, nil
+	}
+	if len(s.listed) >= s.max {
+		return false, fmt.Errorf("pin: the memory store holds %d servers, its limit", s.max)
+	}
+	s.listed[server] = at.UTC()
+	return true, nil
 }
 
 // Get implements Store.

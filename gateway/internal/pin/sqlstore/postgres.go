@@ -39,7 +39,10 @@ func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
 		if _, err := t.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", Table); err != nil {
 			return err
 		}
-		_, err := t.Exec(ctx, createTable)
+		if _, err := t.Exec(ctx, createTable); err != nil {
+			return err
+		}
+		_, err := t.Exec(ctx, createServers)
 		return err
 	})
 	if err != nil {
@@ -116,6 +119,11 @@ func (s *Postgres) Quarantine(ctx context.Context, server, tool, pinned string, 
 // Approve implements pin.Store.
 func (s *Postgres) Approve(ctx context.Context, server, tool, fingerprint, approver string, at time.Time) (*pin.Record, error) {
 	return s.e.approve(ctx, server, tool, fingerprint, approver, at)
+}
+
+// Listed implements pin.Store.
+func (s *Postgres) Listed(ctx context.Context, server string, at time.Time) (bool, error) {
+	return s.e.listed(ctx, server, at)
 }
 
 type pgTx struct{ t pgx.Tx }

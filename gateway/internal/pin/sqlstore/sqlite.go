@@ -37,9 +37,11 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	}
 	db.SetMaxOpenConns(4)
 	db.SetConnMaxIdleTime(time.Minute)
-	if _, err := db.ExecContext(ctx, createTable); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("sqlstore: sqlite %s: %w", path, err)
+	for _, q := range []string{createTable, createServers} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sqlstore: sqlite %s: %w", path, err)
+		}
 	}
 	s := &SQLite{db: db}
 	s.e = engine{
@@ -91,6 +93,11 @@ func (s *SQLite) Quarantine(ctx context.Context, server, tool, pinned string, st
 // Approve implements pin.Store.
 func (s *SQLite) Approve(ctx context.Context, server, tool, fingerprint, approver string, at time.Time) (*pin.Record, error) {
 	return s.e.approve(ctx, server, tool, fingerprint, approver, at)
+}
+
+// Listed implements pin.Store.
+func (s *SQLite) Listed(ctx context.Context, server string, at time.Time) (bool, error) {
+	return s.e.listed(ctx, server, at)
 }
 
 type sqlTx struct{ t *sql.Tx }

@@ -1,9 +1,10 @@
 // Package sqlstore keeps pins in SQL: SQLite, the embedded default (one
 // file, shared by the gateway and the preflight pins command on one
 // machine), and PostgreSQL, shared by the replicas of a gateway. Both
-// implement pin.Store in one table, preflight_pins, created when the store
-// is opened; each change is one transaction that reads the row, applies
-// pin.ApplyQuarantine or pin.ApplyApprove, and writes it back.
+// implement pin.Store in one table, preflight_pins, and keep when each
+// server was first listed in another, preflight_pin_servers, both created
+// when the store is opened; each change is one transaction that reads the
+// row, applies pin.ApplyQuarantine or pin.ApplyApprove, and writes it back.
 package sqlstore
 
 import (
@@ -21,6 +22,9 @@ import (
 
 // Table is the table pins are kept in.
 const Table = "preflight_pins"
+
+// ServersTable records when each server was first listed.
+const ServersTable = "preflight_pin_servers"
 
 // Store is a pin.Store in SQL that must be closed.
 type Store interface {
@@ -106,6 +110,12 @@ const createTable = `CREATE TABLE IF NOT EXISTS ` + Table + ` (
 	pending_fp    TEXT,
 	pending_since BIGINT,
 	PRIMARY KEY (server, tool)
+)`
+
+// createServers is the table of first listings in both databases.
+const createServers = `CREATE TABLE IF NOT EXISTS ` + ServersTable + ` (
+	server    TEXT NOT NULL PRIMARY KEY,
+	listed_at BIGINT NOT NULL
 )`
 
 // scanner is a row of a query: *sql.Row, *sql.Rows or pgx's.
@@ -300,6 +310,26 @@ func (e *engine) quarantine(ctx context.Context, server, tool, pinned string, st
 	return e.update(ctx, server, tool, func(r *pin.Record) (*pin.Record, error) {
 		return pin.ApplyQuarantine(r, pinned, state, pending, micro(at))
 	})
+}
+
+// listed records server's first listing unless one was recorded, and
+// reports whether this one is.
+func (e *engine) listed(ctx context.Context, server string, at time.Time) (bool, error) {
+	var first bool
+	err := e.inTx(ctx, func(t tx) error {
+		var got string
+		err := t.QueryRow(ctx, e.rebind("INSERT INTO "+ServersTable+" (server, listed_at) VALUES (?, ?) ON CONFLICT (server) DO NOTHING RETURNING server"),
+			server, micro(at).UnixMicro()).Scan(&got)
+		switch {
+		case errors.Is(err, errNoRows):
+			return nil
+		case err != nil:
+			return err
+		}
+		first = true
+		return nil
+	})
+	return first, err
 }
 
 func (e *engine) approve(ctx context.Context, server, tool, fingerprint, approver string, at time.Time) (*pin.Record, error) {

@@ -236,6 +236,49 @@ func Run(t *testing.T, f Factory) {
 		}
 	})
 
+	t.Run("ListedOnce", func(t *testing.T) {
+		s := f.Open(t)
+		var firsts sync.Map
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Go(func() {
+				first, err := s.Listed(ctx, "files", t0.Add(time.Duration(i)*time.Second))
+				if err != nil {
+					t.Error(err)
+				}
+				firsts.Store(i, first)
+			})
+		}
+		wg.Wait()
+		n := 0
+		firsts.Range(func(_, v any) bool {
+			if v.(bool) {
+				n++
+			}
+			return true
+		})
+		if n != 1 {
+			t.Fatalf("%d of 8 concurrent first listings reported first, want 1", n)
+		}
+		if first, err := s.Listed(ctx, "docs", t0); err != nil || !first {
+			t.Fatalf("another server's first listing: %v, %v", first, err)
+		}
+		// A new tool's pin holds its name only, and survives the store.
+		if _, err := s.Pin(ctx, "files", pin.NewToolPin("poison"), t0); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := s.Get(ctx, "files", "poison"); err != nil || !r.Pinned.NewTool() || r.Pinned.Fingerprint() != pin.NewToolPin("poison").Fingerprint() {
+			t.Fatalf("new tool's pin: %+v, %v", r, err)
+		}
+		if f.Reopen == nil {
+			return
+		}
+		s = f.Reopen(t, s)
+		if first, err := s.Listed(ctx, "files", t0); err != nil || first {
+			t.Fatalf("after a restart: first = %v, %v", first, err)
+		}
+	})
+
 	if f.Reopen != nil {
 		t.Run("Restart", func(t *testing.T) {
 			s := f.Open(t)
