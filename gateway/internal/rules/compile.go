@@ -35,6 +35,7 @@ func newEnv() (*cel.Env, error) {
 		cel.OptionalTypes(),
 		cel.CrossTypeNumericComparisons(true),
 		ext.Strings(),
+		cleanPathFunction(),
 		cel.ParserExpressionSizeLimit(MaxExpressionBytes),
 		cel.ParserRecursionLimit(64),
 	)

@@ -32,6 +32,7 @@ var conditionEnv = sync.OnceValues(func() (*cel.Env, error) {
 type Condition struct {
 	prg       cel.Program
 	readsArgs bool
+	args      []string
 }
 
 // CompileCondition compiles expr, which must be of type bool. costLimit
@@ -62,12 +63,16 @@ func CompileCondition(expr string, costLimit uint64) (*Condition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("expression cannot be planned: %v", err)
 	}
-	return &Condition{prg: prg, readsArgs: c.readsArgs}, nil
+	return &Condition{prg: prg, readsArgs: c.readsArgs, args: c.refs}, nil
 }
 
 // ReadsArgs reports whether the expression reads the call's arguments, so
 // that a caller decodes them only then.
 func (c *Condition) ReadsArgs() bool { return c.readsArgs }
+
+// Args names the arguments the expression reads by name, in order, once
+// each.
+func (c *Condition) Args() []string { return c.args }
 
 // Vars are the values a [Condition] reads.
 type Vars struct {

@@ -288,7 +288,7 @@ func (s *server) bind(t *mcp.Tool) *bound {
 				errs = append(errs, &Error{Server: s.name, Rule: c.Name, Tool: t.Name, Err: fmt.Errorf("its hints contradict the annotations it gives the tool: %s", cs[0])})
 				continue
 			}
-			res := Result{Effective: b.base.effective(&ann, c.hints), Layer: list.layer, Rule: c.Name}
+			res := Result{Effective: b.base.effective(&ann, c.hints), Layer: list.layer, Rule: c.Name, Args: c.refs}
 			*list.out = append(*list.out, boundRule{c: c, result: res})
 			b.readsArgs = b.readsArgs || c.readsArgs
 		}
@@ -372,9 +372,10 @@ type Result struct {
 	// its source (override, resolved, static, derived, default).
 	Effective policy.Effective
 	// Layer is the source that decided; Rule names the rule when a rule
-	// did.
+	// did, and Args the arguments it reads by name.
 	Layer Layer
 	Rule  string
+	Args  []string
 	// Upstream is the upstream's tools/resolve answer as received, nil
 	// when it was not asked or did not answer; Shape is "seed" or
 	// "extension" when it answered.
