@@ -32,7 +32,7 @@ func Example() {
 	r, _ = s.Ask(ctx, call) // once only
 	fmt.Println(r.State)
 	// Output:
-	// pending [{action delete false false} {path notes.txt false false}]
+	// pending [{action delete false false []} {path notes.txt false false []}]
 	// used approved by alice
 	// pending
 }

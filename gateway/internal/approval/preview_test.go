@@ -2,6 +2,9 @@ package approval_test
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -59,6 +62,10 @@ func TestPreview(t *testing.T) {
 			want: []approval.Arg{{Name: "a", Value: "éé", Clipped: true}},
 		},
 		{
+			name: "secrets withheld before the cut", args: `{"a":"` + strings.Repeat("x ", 120) + githubPAT + `"}`, maxValue: 250,
+			want: []approval.Arg{{Name: "a", Value: strings.Repeat("x ", 120) + "[REDACTED:", Clipped: true, Secrets: []string{"github-pat"}}},
+		},
+		{
 			name: "not an object", args: ` [1, "two"] `,
 			want: []approval.Arg{{Name: "(arguments)", Value: `[1,"two"]`}},
 		},
@@ -113,4 +120,91 @@ func abs(n int) int {
 		return -(n + 1)
 	}
 	return n
+}
+
+// traversal is a delete's path that names important.txt at its end, longer
+// than any cut preview shows.
+var traversal = "logs/old/" + strings.Repeat("x/../", 60) + "../../important.txt"
+
+// githubPAT looks like a GitHub token to the secret detectors.
+const githubPAT = "ghp_R8f3kQ2mZx7LpV9nTb4WcY1sHj6DgE0aUoKi"
+
+// TestShowWhole: the page's view of the arguments holds every argument
+// whole, nested ones too, those that matter first; control and
+// bidirectional characters are still escaped and credentials withheld.
+func TestShowWhole(t *testing.T) {
+	many := map[string]any{}
+	var want []approval.Arg
+	for i := range 40 {
+		k := fmt.Sprintf("a%02d", i)
+		many[k] = strings.Repeat("v", 300)
+		want = append(want, approval.Arg{Name: k, Value: strings.Repeat("v", 300)})
+	}
+	manyJSON, _ := json.Marshal(many)
+	nested := `{"b":[{"c":"` + strings.Repeat("n", 1000) + `"}],"password":"p"}`
+	for _, tc := range []struct {
+		name   string
+		args   string
+		matter []string
+		want   []approval.Arg
+	}{
+		{name: "a traversal path", args: `{"action":"delete","path":"` + traversal + `"}`, matter: []string{"path"},
+			want: []approval.Arg{{Name: "path", Value: traversal}, {Name: "action", Value: "delete"}}},
+		{name: "every argument", args: string(manyJSON), want: want},
+		{name: "nested values", args: `{"a":` + nested + `}`,
+			want: []approval.Arg{{Name: "a", Value: strings.Replace(nested, `"p"`, `"[withheld]"`, 1)}}},
+		{name: "escaped", args: `{"path":"a\nb\u202ec.txt","token":"t"}`,
+			want: []approval.Arg{{Name: "path", Value: `a\u000ab\u202ec.txt`}, {Name: "token", Withheld: true}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := approval.Show(json.RawMessage(tc.args), tc.matter, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("args (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestShowWithholdsSecrets: values that look like secrets are withheld
+// wherever they appear, in place, with their kind; the rest of the value
+// shows.
+func TestShowWithholdsSecrets(t *testing.T) {
+	args := `{"path":".env","content":"GITHUB_TOKEN=` + githubPAT + `\nDEBUG=1","nested":{"list":["` + githubPAT + `"]}}`
+	got, err := approval.Show(json.RawMessage(args), nil, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0].Value != ".env" || len(got[0].Secrets) != 0 {
+		t.Fatalf("args %+v", got)
+	}
+	for _, a := range got[1:] {
+		if strings.Contains(a.Value, githubPAT[4:12]) || !strings.Contains(a.Value, "[REDACTED:") || !slices.Contains(a.Secrets, "github-pat") {
+			t.Errorf("%s: value %q, kinds %q", a.Name, a.Value, a.Secrets)
+		}
+	}
+	if !strings.Contains(got[1].Value, `\u000aDEBUG=1`) {
+		t.Errorf("the rest of the content is not shown: %q", got[1].Value)
+	}
+}
+
+// TestShowBound: arguments beyond the bound cannot be shown whole, and say
+// why; at the bound they are shown.
+func TestShowBound(t *testing.T) {
+	pad := func(n int) json.RawMessage {
+		return json.RawMessage(`{"path":"notes.txt","pad":"` + strings.Repeat("p", n-len(`{"path":"notes.txt","pad":""}`)) + `"}`)
+	}
+	if got, err := approval.Show(pad(approval.DefaultShowBytes), nil, nil, 0); err != nil || len(got[1].Value) != approval.DefaultShowBytes-29 {
+		t.Fatalf("at the bound: %v", err)
+	}
+	_, err := approval.Show(pad(approval.DefaultShowBytes+1), nil, nil, 0)
+	var ns *approval.NotShowableError
+	if !errors.Is(err, approval.ErrNotShowable) || !errors.As(err, &ns) || !strings.Contains(ns.Why, "more than the 64 KiB the page shows whole") {
+		t.Fatalf("past the bound: %v", err)
+	}
+	if _, err := approval.Show(pad(200), nil, nil, 100); !errors.Is(err, approval.ErrNotShowable) {
+		t.Errorf("a lower bound: %v", err)
+	}
 }

@@ -63,12 +63,15 @@ func (a Approver) String() string {
 type Arg struct {
 	Name string `json:"name"`
 	// Value is the value: a string as is, anything else as compact JSON,
-	// control and bidirectional characters escaped, cut to a bound
-	// (Clipped then reports it).
+	// control and bidirectional characters escaped; whole on the page
+	// (Show), cut to a bound in a preview (Clipped then reports it).
 	Value   string `json:"value,omitempty"`
 	Clipped bool   `json:"clipped,omitempty"`
 	// Withheld reports a sensitive argument whose value is not shown.
 	Withheld bool `json:"withheld,omitempty"`
+	// Secrets are the kinds of the values that look like secrets,
+	// withheld in the name or value as "[REDACTED:kind]".
+	Secrets []string `json:"secrets,omitempty"`
 }
 
 // Request is a call waiting for, or decided by, a person.
@@ -79,8 +82,8 @@ type Request struct {
 	// Effect is the call's effect and Reason why it is asked, in words.
 	Effect hints.Effect `json:"effect,omitempty"`
 	Reason string       `json:"reason,omitempty"`
-	// Args previews the arguments, those that matter first; ArgsOmitted
-	// counts the ones left out.
+	// Args shows the arguments, those that matter first, each whole;
+	// ArgsOmitted counts any left out (none since they are shown whole).
 	Args        []Arg `json:"args,omitempty"`
 	ArgsOmitted int   `json:"argsOmitted,omitempty"`
 
@@ -95,6 +98,20 @@ type Request struct {
 	Decided   time.Time `json:"decided,omitzero"`
 	// UsedAt is when the retry consumed the approval.
 	UsedAt time.Time `json:"usedAt,omitzero"`
+}
+
+// Whole reports whether r shows every argument whole: nothing cut, none
+// left out. Only such a request can be approved.
+func (r *Request) Whole() bool {
+	if r.ArgsOmitted > 0 {
+		return false
+	}
+	for _, a := range r.Args {
+		if a.Clipped {
+			return false
+		}
+	}
+	return true
 }
 
 // Clone returns a deep copy of r.

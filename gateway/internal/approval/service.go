@@ -32,10 +32,9 @@ type Options struct {
 	// Recheck is the longest a waiting call goes without reading the
 	// store, in case a notification was lost. Zero means five seconds.
 	Recheck time.Duration
-	// PreviewArgs and PreviewValue bound the preview of the arguments:
-	// how many are shown and how many bytes of each value. Zero means
-	// DefaultPreviewArgs and DefaultPreviewValue.
-	PreviewArgs, PreviewValue int
+	// ShowBytes bounds the arguments, as sent, of a call that can be
+	// approved: the page shows them whole. Zero means DefaultShowBytes.
+	ShowBytes int
 	// Logger receives lost notifications and failed publications. Nil
 	// discards.
 	Logger *slog.Logger
@@ -91,7 +90,7 @@ type Call struct {
 	Effect hints.Effect
 	Reason string
 	// Matter names the arguments to show first (those a resolver or a
-	// rule looked at); the others follow, within the preview's bounds.
+	// rule looked at); the others follow.
 	Matter []string
 	// Sensitive names arguments whose values are never shown, beyond
 	// those whose names look like credentials.
@@ -124,21 +123,26 @@ func (c *Call) key() (Key, error) {
 //   - Pending: a new or earlier request awaits a decision: tell the
 //     client where to approve ([URLElicitation], [RetryText]) or [Wait].
 //
-// Invalid JSON arguments are an error, as is ErrFull.
+// Invalid JSON arguments are an error, as is ErrFull, and arguments the
+// page cannot show whole are a [NotShowableError]: such a call cannot be
+// approved there.
 func (s *Service) Ask(ctx context.Context, c Call) (*Request, error) {
 	k, err := c.key()
 	if err != nil {
 		return nil, err
 	}
-	args, omitted, err := Preview(c.Arguments, c.Matter, c.Sensitive, s.opts.PreviewArgs, s.opts.PreviewValue)
-	if err != nil {
+	args, err := Show(c.Arguments, c.Matter, c.Sensitive, s.opts.ShowBytes)
+	switch {
+	case errors.Is(err, ErrNotShowable):
+		return nil, err
+	case err != nil:
 		return nil, fmt.Errorf("approval: %w", err)
 	}
 	for range 3 { // an approval another retry consumed first: open anew
 		now := time.Now()
 		fresh := &Request{
 			ID: newID(), Key: k, Effect: hints.Effect(firstClean(string(c.Effect), 32)),
-			Reason: firstClean(c.Reason, maxReasonBytes), Args: args, ArgsOmitted: omitted,
+			Reason: firstClean(c.Reason, maxReasonBytes), Args: args,
 			State: Pending, Created: now, Expires: now.Add(s.opts.TTL),
 		}
 		r, _, err := s.store.Open(ctx, fresh, now)
@@ -249,7 +253,9 @@ func (s *Service) Wait(ctx context.Context, id string) (*Request, error) {
 // Approve approves request id on behalf of by, who must be the request's
 // principal or an admin (ErrForbidden otherwise; ErrNotFound for an id
 // that by may not see). The approval allows one retry within UseWindow.
-// A request decided already is ErrNotPending, with the request.
+// A request decided already is ErrNotPending, with the request; one whose
+// arguments are not shown whole (kept from an older version) is
+// ErrNotShowable.
 func (s *Service) Approve(ctx context.Context, id string, by Approver) (*Request, error) {
 	return s.decide(ctx, id, by, true)
 }
@@ -270,6 +276,9 @@ func (s *Service) decide(ctx context.Context, id string, by Approver, approve bo
 	}
 	if !s.MayDecide(by.Principal, r) {
 		return nil, ErrForbidden
+	}
+	if approve && !r.Whole() {
+		return r, ErrNotShowable
 	}
 	by.Name = firstClean(by.Name, maxNameBytes)
 	r, err = s.store.Decide(ctx, id, Decision{Approve: approve, By: by, At: now, UseBy: now.Add(s.opts.UseWindow)})

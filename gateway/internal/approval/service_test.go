@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -566,5 +567,34 @@ func TestAskRefusesBadInput(t *testing.T) {
 	}
 	if l, _ := s.List(t.Context(), "alice", 0); len(l) != 0 {
 		t.Errorf("bad calls stored %d requests", len(l))
+	}
+}
+
+// TestNotShowableIsNotApprovable: a call whose arguments the page cannot
+// show whole opens no request and says why; a request kept with cut
+// arguments (from an older version) cannot be approved, only denied.
+func TestNotShowableIsNotApprovable(t *testing.T) {
+	s := approval.New(nil, &approval.Options{ShowBytes: 1024})
+	c := deleteCall("alice", strings.Repeat("d/", 600))
+	if r, err := s.Ask(t.Context(), c); !errors.Is(err, approval.ErrNotShowable) || r != nil || !strings.Contains(err.Error(), "more than the 1 KiB") {
+		t.Fatalf("Ask = %v, %v", r, err)
+	}
+	if list, _ := s.List(t.Context(), "alice", 0); len(list) != 0 {
+		t.Errorf("a request was opened: %+v", list[0])
+	}
+
+	store := approval.NewMemStore(nil)
+	now := time.Now()
+	cut, _, err := store.Open(t.Context(), &approval.Request{ID: "AAAAAAAAAAAAAAAAAAAAAA", Key: approval.Key{Principal: "alice", Server: "files", Tool: "t"},
+		Args: []approval.Arg{{Name: "path", Value: "logs/old/x/../", Clipped: true}}, State: approval.Pending, Created: now, Expires: now.Add(time.Hour)}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = approval.New(store, nil)
+	if _, err := s.Approve(t.Context(), cut.ID, alice()); !errors.Is(err, approval.ErrNotShowable) {
+		t.Errorf("approving a cut request: %v", err)
+	}
+	if r, err := s.Deny(t.Context(), cut.ID, alice()); err != nil || r.State != approval.Denied {
+		t.Errorf("denying it: %v, %v", r, err)
 	}
 }

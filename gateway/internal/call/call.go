@@ -90,6 +90,10 @@ type Call struct {
 	// reached forward) and the upstream's protocol era.
 	Attempts    int
 	UpstreamEra string
+	// NotificationsDropped counts the call's progress and log
+	// notifications dropped because the client read them slower than the
+	// upstream sent them (set by forward).
+	NotificationsDropped int
 	// Outcome says how the call ended: "ok", "tool_error",
 	// "input_required", or, for calls a stage ended, "declined",
 	// "cancelled", "timeout", "denied", "quarantined", "unknown" (sent,
@@ -215,6 +219,8 @@ type Resolution struct {
 	// Source says where it came from: "upstream" (the upstream's
 	// tools/resolve, within bounds), "rules", "override" or "static".
 	Source string
+	// Args names the arguments the deciding rule read, if a rule decided.
+	Args []string
 }
 
 // Effective is package policy's reading of the resolution's annotations
@@ -257,6 +263,8 @@ type Decision struct {
 	// OutOfBand: a rule demands a person the agent cannot impersonate;
 	// the client's own confirmation does not count.
 	OutOfBand bool
+	// Args names the arguments the deciding rule read.
+	Args []string
 }
 
 // Confirmation says who confirmed a call. Declined, cancelled and timed

@@ -85,12 +85,24 @@ func funcs() template.FuncMap {
 			return decideArgs{Prefix: v.Prefix, CSRF: v.CSRF, ID: id}
 		},
 		"requestReason": requestReason,
+		"withholds":     withholds,
 		"recordReason":  recordReason,
 		"foldArgs":      func(b json.RawMessage) foldView { return fold(b, argsShown) },
 		"foldError":     func(s string) foldView { return fold(s, errorShown) },
 		"sub":           func(a, b float64) float64 { return a - b },
 		"add":           func(a, b float64) float64 { return a + b },
 	}
+}
+
+// withholds reports whether any argument's value, or part of it, is
+// withheld.
+func withholds(args []approval.Arg) bool {
+	for _, a := range args {
+		if a.Withheld || len(a.Secrets) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 type reqArgs struct {

@@ -115,8 +115,7 @@ func sentence(lead, rest string) string {
 
 // targetNames are the argument names that say what a call acts on, most
 // telling first.
-var targetNames = []string{"path", "file", "filename", "file_path", "filepath", "url", "uri", "table", "name",
-	"folder", "directory", "dir", "key", "id", "target", "destination", "repo", "repository", "branch"}
+var targetNames = approval.TargetNames
 
 // maxTargetRunes bounds the target named in a sentence.
 const maxTargetRunes = 60

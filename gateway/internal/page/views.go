@@ -160,6 +160,8 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusNotFound, "There is no such approval request for you.")
 	case errors.Is(err, approval.ErrNotPending):
 		h.showRequest(w, r, http.StatusConflict, id, "Nothing changed: this request is no longer pending.")
+	case errors.Is(err, approval.ErrNotShowable):
+		h.showRequest(w, r, http.StatusConflict, id, "Not approved: this request's arguments are not shown whole, so it cannot be approved here. Deny it, or let it lapse.")
 	default:
 		h.opts.Logger.Warn("page: decision not recorded", "err", err)
 		h.fail(w, r, http.StatusServiceUnavailable, "The decision could not be recorded; try again shortly.")

@@ -316,7 +316,7 @@ func (r *RulesResolver) Resolve(ctx context.Context, q *stage.ResolveQuery) (*ca
 	if res.Layer == rules.LayerRule {
 		source = "rules"
 	}
-	return &call.Resolution{Resolution: res.Resolution(), Source: source}, nil
+	return &call.Resolution{Resolution: res.Resolution(), Source: source, Args: res.Args}, nil
 }
 
 func (r *RulesResolver) current() *rules.Rules {

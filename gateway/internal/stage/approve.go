@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -29,7 +30,10 @@ const statePrefix = "approval:"
 // Approve is the out-of-band approval stage. A tools/call whose decision
 // is Confirm (not a dry run) and that nobody confirmed in-band becomes an
 // approval request (package approval) bound to the principal, the server,
-// the tool and the arguments, and waits for a person on the gateway's page.
+// the tool and the arguments, and waits for a person on the gateway's page,
+// which shows the arguments whole, those the deciding rule read first
+// (Call.Decision.Args, then Call.Resolution.Args). A call whose arguments
+// the page cannot show whole is not run, and the client is told why.
 // The client is asked, through its [call.Conn], to open the page (a
 // URL-mode elicitation) when it declared that it can be:
 //
@@ -105,10 +109,14 @@ func (a *Approve) serve(ctx context.Context, c *call.Call, next call.Handler) (j
 		return a.resume(ctx, c, ac, id, next)
 	}
 	req, err := a.Approvals.Ask(ctx, ac)
+	var ns *approval.NotShowableError
 	switch {
 	case errors.Is(err, approval.ErrFull):
 		c.Outcome = "error"
 		return call.ToolError("Not run: too many calls of yours are waiting for approval; decide or let them lapse on the approval page, then retry. The server was not called."), nil
+	case errors.As(err, &ns):
+		c.Outcome = "denied"
+		return call.ToolError(notShowableText(ns)), nil
 	case err != nil:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: " + err.Error()}
 	}
@@ -126,6 +134,13 @@ func (a *Approve) serve(ctx context.Context, c *call.Call, next call.Handler) (j
 	return a.retryText(c, base, req)
 }
 
+// notShowableText says why a call cannot be approved on the page.
+func notShowableText(ns *approval.NotShowableError) string {
+	return "Not run: this call needs a person's approval, but it cannot be approved on the approval page: " + ns.Why +
+		", and a person approves only what the page shows whole. Make the call with smaller arguments (split the work), " +
+		"or ask the gateway's operator for a rule that decides it. The server was not called."
+}
+
 // retryText ends the call with a tool error that says where to approve it
 // and to retry.
 func (a *Approve) retryText(c *call.Call, base string, req *approval.Request) (json.RawMessage, error) {
@@ -140,7 +155,7 @@ func (a *Approve) retryText(c *call.Call, base string, req *approval.Request) (j
 // callOf is the call as package approval knows it.
 func (a *Approve) callOf(c *call.Call) approval.Call {
 	ac := approval.Call{Principal: c.Client.Principal, Server: c.Upstream.Name(), Tool: c.Target,
-		Arguments: c.Arguments, Reason: c.Decision.Reason}
+		Arguments: c.Arguments, Reason: c.Decision.Reason, Matter: matter(c)}
 	if len(ac.Arguments) == 0 {
 		ac.Arguments = json.RawMessage("{}")
 	}
@@ -151,6 +166,23 @@ func (a *Approve) callOf(c *call.Call) approval.Call {
 		}
 	}
 	return ac
+}
+
+// matter names the arguments an approver sees first: those the deciding
+// rule and the resolving rule read, then those that name what the call
+// acts on.
+func matter(c *call.Call) []string {
+	names := slices.Clone(c.Decision.Args)
+	if r := c.Resolution; r != nil {
+		names = append(names, r.Args...)
+	}
+	var out []string
+	for _, n := range append(names, approval.TargetNames...) {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func (a *Approve) pageURL() string {

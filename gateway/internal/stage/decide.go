@@ -290,6 +290,7 @@ func (d *Decider) match(c *call.Call, server string, effect hints.Effect, out *c
 			if !ok {
 				continue
 			}
+			out.Args = r.cond.Args()
 		}
 		out.Verdict, out.Rule, out.Reason, out.OutOfBand = r.Verdict, r.Name, r.Reason, r.OutOfBand
 		return true
