@@ -20,6 +20,7 @@ import (
 	"github.com/preflightmcp/preflight/examples/files/filetool"
 	"github.com/preflightmcp/preflight/examples/folders/foldertool"
 	"github.com/preflightmcp/preflight/gateway"
+	"github.com/preflightmcp/preflight/gateway/internal/approval"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 	"github.com/preflightmcp/preflight/resolve"
 )
@@ -298,25 +299,29 @@ func TestModernClientQuestionsOnTheWire(t *testing.T) {
 // like one of the gateway's own is escaped on the way to the client and
 // unescaped on the way back.
 func TestNamespacedKeys(t *testing.T) {
-	s := mcp.NewServer(&mcp.Implementation{Name: "keys"}, nil)
-	s.AddTool(&mcp.Tool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if r, ok := req.Params.InputResponses["preflight/confirm"].(*mcp.ElicitResult); ok {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "answered " + r.Action}}}, nil
-		}
-		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"preflight/confirm": &mcp.ElicitParams{Message: "ok?", RequestedSchema: map[string]any{"type": "object"}}}, RequestState: "s1"}, nil
-	})
-	_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{{Name: "keys", URL: serveEra(t, s, modern)}}})
-	p := wiretest.Stateless(url, map[string]any{"elicitation": map[string]any{}})
-	r := p.Call(t, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{}})
-	asks, _ := r.Result["inputRequests"].(map[string]any)
-	if _, ok := asks["upstream/preflight/confirm"]; !ok || len(asks) != 1 {
-		t.Fatalf("inputRequests = %v; want the key escaped as upstream/preflight/confirm", asks)
-	}
-	r = p.Call(t, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{},
-		"inputResponses": map[string]any{"upstream/preflight/confirm": map[string]any{"action": "decline"}},
-		"requestState":   r.Result["requestState"]})
-	if !strings.Contains(string(r.Raw), "answered decline") {
-		t.Errorf("answer under the escaped key: %s", r.Raw)
+	for _, key := range []string{"preflight/confirm", approval.InputKey} {
+		t.Run(key, func(t *testing.T) {
+			s := mcp.NewServer(&mcp.Implementation{Name: "keys"}, nil)
+			s.AddTool(&mcp.Tool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				if r, ok := req.Params.InputResponses[key].(*mcp.ElicitResult); ok {
+					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "answered " + r.Action}}}, nil
+				}
+				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{key: &mcp.ElicitParams{Message: "ok?", RequestedSchema: map[string]any{"type": "object"}}}, RequestState: "s1"}, nil
+			})
+			_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{{Name: "keys", URL: serveEra(t, s, modern)}}})
+			p := wiretest.Stateless(url, map[string]any{"elicitation": map[string]any{}})
+			r := p.Call(t, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{}})
+			asks, _ := r.Result["inputRequests"].(map[string]any)
+			if _, ok := asks["upstream/"+key]; !ok || len(asks) != 1 {
+				t.Fatalf("inputRequests = %v; want the key escaped as upstream/%s", asks, key)
+			}
+			r = p.Call(t, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{},
+				"inputResponses": map[string]any{"upstream/" + key: map[string]any{"action": "decline"}},
+				"requestState":   r.Result["requestState"]})
+			if !strings.Contains(string(r.Raw), "answered decline") {
+				t.Errorf("answer under the escaped key: %s", r.Raw)
+			}
+		})
 	}
 }
 

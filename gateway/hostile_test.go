@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -270,5 +271,88 @@ func TestSubscribeWhileTheLastUnsubscribes(t *testing.T) {
 	defer mu.Unlock()
 	if got := strings.Join(events, ","); got != "subscribe,unsubscribe,subscribe" {
 		t.Errorf("the upstream saw %s, want subscribe,unsubscribe,subscribe", got)
+	}
+}
+
+// A flood of notifications for a client that does not read them holds a
+// bounded amount of the gateway's memory and no goroutine once the call
+// ends, in both eras: the queue to the client drops what it cannot hold.
+func TestNotificationFloodIsBounded(t *testing.T) {
+	for _, tc := range []struct{ era, kind string }{{modern, "progress"}, {legacy, "progress"}, {modern, "log"}, {legacy, "log"}} {
+		era := tc.era
+		t.Run(era+"/"+tc.kind, func(t *testing.T) {
+			const n, size = 8000, 4 << 10 // 32 MB, beyond any bounded queue (64 of them)
+			done := make(chan struct{})
+			s := mcp.NewServer(&mcp.Implementation{Name: "flood", Version: "1"}, nil)
+			big := strings.Repeat("x", size)
+			s.AddTool(&mcp.Tool{Name: "flood", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+				func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					defer close(done)
+					for i := range n {
+						var err error
+						if tc.kind == "log" {
+							//lint:ignore SA1019 a 2025-11-25 upstream still sends log messages during SEP-2577's deprecation window.
+							err = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "error", Data: big})
+						} else {
+							err = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: float64(i), Message: big})
+						}
+						if err != nil {
+							return nil, err
+						}
+					}
+					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "flooded"}}}, nil
+				})
+			_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{{Name: "flood", Connect: inMemory(s)}}})
+
+			heap := func() uint64 {
+				runtime.GC()
+				var m runtime.MemStats
+				runtime.ReadMemStats(&m)
+				return m.HeapAlloc
+			}
+			// A client with a small receive buffer that never reads.
+			d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+				return c.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 2048) })
+			}}
+			host := strings.TrimPrefix(strings.TrimSuffix(url, gateway.MCPPath), "http://")
+			conn, err := d.Dial("tcp", host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			headers := "Mcp-Protocol-Version: " + era + "\r\nMcp-Method: tools/call\r\nMcp-Name: flood\r\n"
+			meta := `"progressToken":"p1","io.modelcontextprotocol/protocolVersion":"` + modern + `","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"debug"`
+			if era == legacy {
+				p := wiretest.Legacy(url, nil)
+				p.Initialize(t)
+				if r := p.Call(t, "logging/setLevel", map[string]any{"level": "debug"}); r.Error != nil {
+					t.Fatal(r.Raw)
+				}
+				headers = "Mcp-Session-Id: " + p.Session() + "\r\nMcp-Protocol-Version: " + legacy + "\r\n"
+				meta = `"progressToken":"p1"`
+			}
+			before, goroutines := heap(), runtime.NumGoroutine()
+			body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"flood","arguments":{},"_meta":{` + meta + `}}}`
+			fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n%sContent-Length: %d\r\n\r\n%s",
+				gateway.MCPPath, host, headers, len(body), body)
+			select {
+			case <-done:
+			case <-time.After(2 * time.Minute):
+				t.Fatal("the upstream's notifications wait on a client that does not read them")
+			}
+			grown := int64(heap()) - int64(before)
+			t.Logf("%s: %d %s notifications of %d bytes sent to a client that does not read: heap %+d MB", era, n, tc.kind, size, grown>>20)
+			if grown > 8<<20 { // a quarter of the flood: a queue that held it all fails
+				t.Errorf("the flood holds %d MB of the gateway's heap; want at most 8", grown>>20)
+			}
+			conn.Close()
+			waitUntil(t, func() bool { return runtime.NumGoroutine() <= goroutines+4 })
+			// The operator can see what was dropped: the call ended once
+			// the client was gone, and its drops are counted.
+			waitUntil(t, func() bool {
+				f := scrape(t, url)["preflight_notifications_dropped_total"]
+				return f != nil && len(f.GetMetric()) == 1 && matches(f.GetMetric()[0], map[string]string{"server": "flood"}) &&
+					f.GetMetric()[0].GetCounter().GetValue() > 0
+			})
+		})
 	}
 }

@@ -32,6 +32,9 @@ func runChildServer() int {
 	if os.Getenv(ledgerEnv) != "" {
 		return runLedgerServer()
 	}
+	if os.Getenv(streamerEnv) != "" {
+		return runStreamer()
+	}
 	if f := os.Getenv(childRefuseEnv); f != "" {
 		if _, err := os.Stat(f); err == nil {
 			fmt.Fprintln(os.Stderr, "child refusing to start")

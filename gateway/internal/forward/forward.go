@@ -19,8 +19,8 @@
 //     upstream's call waits, parked in a [Parking] under an id sealed in
 //     the requestState, for the retry that carries the answers.
 //
-// inputRequests keys are namespaced: keys that start with "preflight/"
-// belong to the gateway itself, so an upstream's keys that would collide
+// inputRequests keys are namespaced: keys that start with "preflight/" or
+// "preflight." belong to the gateway itself, so an upstream's keys that would collide
 // are escaped under "upstream/" on the way to the client and unescaped on
 // the way back; other keys pass unchanged. Results pass as the upstream
 // sent them, adjusted only as the client's era requires (cache-control of
@@ -55,8 +55,10 @@ import (
 
 // Key namespaces of inputRequests.
 const (
-	// GatewayKeyPrefix starts the keys of the gateway's own questions.
+	// GatewayKeyPrefix starts the keys of the gateway's own questions;
+	// gatewayDotPrefix those of its approval (approval.InputKey).
 	GatewayKeyPrefix = "preflight/"
+	gatewayDotPrefix = "preflight."
 	// escapePrefix escapes an upstream's key that would look like one of
 	// the gateway's.
 	escapePrefix = "upstream/"
@@ -310,7 +312,10 @@ func (f *Forward) modern(ctx context.Context, c *call.Call) (json.RawMessage, er
 	}
 	answers := unescapeAnswers(c.InputResponses)
 	rl := newRelay(c.Client.Conn)
-	defer func() { rl.flush(ctx) }() // before the result is written
+	defer func() { // before the result is written
+		rl.flush(ctx)
+		c.NotificationsDropped = rl.droppedCount()
+	}()
 
 	var (
 		ex     upstream.Exchange
@@ -412,7 +417,10 @@ func (f *Forward) legacy(ctx context.Context, c *call.Call) (json.RawMessage, er
 		m = modernMetaFor(c, m)
 	}
 	rl := newRelay(c.Client.Conn)
-	defer rl.flush(ctx) // before the result is written
+	defer func() { // before the result is written
+		rl.flush(ctx)
+		c.NotificationsDropped = rl.droppedCount()
+	}()
 	ex, err := c.Upstream.Start(ctx, upstream.Request{Method: c.Method, Name: c.Target, Arguments: c.Arguments, Meta: m, Peer: rl})
 	if err != nil {
 		return nil, upstreamError(c.Upstream, err)
@@ -573,10 +581,16 @@ func undeclared(qs []*upstream.Question, caps *mcp.ClientCapabilities) string {
 // escapeKey and unescapeKey map an upstream's inputRequests keys to the
 // client's and back.
 func escapeKey(k string) string {
-	if strings.HasPrefix(k, GatewayKeyPrefix) || strings.HasPrefix(k, escapePrefix) {
+	if gatewayKey(k) || strings.HasPrefix(k, escapePrefix) {
 		return escapePrefix + k
 	}
 	return k
+}
+
+// gatewayKey reports a key of the gateway's own questions, which no
+// upstream's key may pass for.
+func gatewayKey(k string) bool {
+	return strings.HasPrefix(k, GatewayKeyPrefix) || strings.HasPrefix(k, gatewayDotPrefix)
 }
 
 func unescapeAnswers(in mcp.InputResponseMap) mcp.InputResponseMap {
@@ -588,7 +602,7 @@ func unescapeAnswers(in mcp.InputResponseMap) mcp.InputResponseMap {
 		switch {
 		case strings.HasPrefix(k, escapePrefix):
 			out[strings.TrimPrefix(k, escapePrefix)] = v
-		case strings.HasPrefix(k, GatewayKeyPrefix):
+		case gatewayKey(k):
 			// The gateway's own questions: answered by its stages.
 		default:
 			out[k] = v

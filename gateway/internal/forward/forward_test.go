@@ -108,6 +108,7 @@ func TestKeys(t *testing.T) {
 	for k, want := range map[string]string{
 		"confirm":              "confirm",
 		"preflight/confirm":    "upstream/preflight/confirm",
+		"preflight.approval":   "upstream/preflight.approval",
 		"upstream/x":           "upstream/upstream/x",
 		"elicitation/create#1": "elicitation/create#1",
 	} {
@@ -120,7 +121,7 @@ func TestKeys(t *testing.T) {
 		}
 	}
 	// The gateway's own keys never reach an upstream.
-	if got := unescapeAnswers(mcp.InputResponseMap{"preflight/mine": &mcp.ElicitResult{}}); len(got) != 0 {
+	if got := unescapeAnswers(mcp.InputResponseMap{"preflight/mine": &mcp.ElicitResult{}, "preflight.approval": &mcp.ElicitResult{}}); len(got) != 0 {
 		t.Errorf("the gateway's key was forwarded: %v", got)
 	}
 }

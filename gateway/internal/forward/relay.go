@@ -31,10 +31,11 @@ const (
 // that connection: notifications queue, boundedly, for one goroutine per
 // relay that writes them, in order, while there are any.
 type relay struct {
-	mu    sync.Mutex
-	conn  call.Conn
-	queue []note
-	idle  chan struct{} // non-nil while the writer runs; closed when it stops
+	mu      sync.Mutex
+	conn    call.Conn
+	queue   []note
+	idle    chan struct{} // non-nil while the writer runs; closed when it stops
+	dropped int           // notifications dropped with the queue full
 }
 
 type note struct {
@@ -70,6 +71,7 @@ func (r *relay) push(n note) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.queue) >= relayQueue {
+		r.dropped++
 		return
 	}
 	r.queue = append(r.queue, n)
@@ -95,6 +97,13 @@ func (r *relay) write(idle chan struct{}) {
 		r.mu.Unlock()
 		conn.Notify(n.ctx, n.method, n.params)
 	}
+}
+
+// droppedCount returns how many notifications were dropped so far.
+func (r *relay) droppedCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.dropped
 }
 
 // flush waits, within relayFlush, for the notifications queued so far to

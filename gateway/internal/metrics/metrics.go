@@ -49,6 +49,7 @@ type Metrics struct {
 	redactions    *prometheus.CounterVec
 	retries       *prometheus.CounterVec
 	giveUps       *prometheus.CounterVec
+	dropped       *prometheus.CounterVec
 }
 
 // New returns the gateway's collectors, registered in a new registry.
@@ -79,7 +80,10 @@ func New(opts *Options) *Metrics {
 	m.giveUps = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "retries_refused_total",
 		Help: "Transient upstream failures that ended a call without a further retry, by upstream server and reason."},
 		[]string{"server", "reason"})
-	m.reg.MustRegister(m.calls, m.latency, m.confirmations, m.redactions, m.retries, m.giveUps)
+	m.dropped = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "notifications_dropped_total",
+		Help: "Progress and log notifications of calls dropped because the client read them slower than the upstream sent them, by upstream server."},
+		[]string{"server"})
+	m.reg.MustRegister(m.calls, m.latency, m.confirmations, m.redactions, m.retries, m.giveUps, m.dropped)
 	if !o.NoRuntime {
 		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
@@ -157,6 +161,15 @@ func (m *Metrics) Redacted(server, kind string, n int) {
 		return
 	}
 	m.redactions.WithLabelValues(server, kind).Add(float64(n))
+}
+
+// NotificationsDropped records n notifications of a call of server dropped
+// for a client that read them too slowly.
+func (m *Metrics) NotificationsDropped(server string, n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.dropped.WithLabelValues(server).Add(float64(n))
 }
 
 // Retried implements pipeline.RetryObserver.

@@ -58,6 +58,10 @@ func (l *Log) Serve(ctx context.Context, c *call.Call, next call.Handler) (json.
 		outcome = "ok"
 	}
 	attrs = append(attrs, slog.String("outcome", outcome))
+	if n := c.NotificationsDropped; n > 0 {
+		level = max(level, slog.LevelWarn)
+		attrs = append(attrs, slog.Int("notificationsDropped", n))
+	}
 	if r := c.Resolution; r != nil {
 		attrs = append(attrs, slog.Group("resolution", "source", r.Source,
 			"readOnly", r.Annotations.ReadOnlyHint, "destructive", r.Annotations.DestructiveHint))

@@ -55,6 +55,7 @@ func (s *Metrics) Serve(ctx context.Context, c *call.Call, next call.Handler) (j
 	}
 	m.Call(rec)
 	confirmations(m, rec.Server, c)
+	m.NotificationsDropped(rec.Server, c.NotificationsDropped)
 	if r := c.Redaction; r != nil {
 		for kind, n := range r.Kinds {
 			m.Redacted(rec.Server, kind, n)
