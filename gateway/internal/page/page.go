@@ -28,7 +28,7 @@ type Options struct {
 	Safety Safety
 	// Pins lists pinned definitions. Nil: pinning is off.
 	Pins Pins
-	// Sessions keeps the sessions. Nil means NewMemSessions(0).
+	// Sessions keeps the sessions. Nil means NewMemSessions(nil).
 	Sessions Sessions
 	// SessionTTL bounds a session. Zero means 12 hours.
 	SessionTTL time.Duration
@@ -72,7 +72,7 @@ func New(auth Authenticator, o *Options) (*Handler, error) {
 		opts = *o
 	}
 	if opts.Sessions == nil {
-		opts.Sessions = NewMemSessions(0)
+		opts.Sessions = NewMemSessions(nil)
 	}
 	if opts.SessionTTL <= 0 {
 		opts.SessionTTL = 12 * time.Hour
@@ -292,13 +292,18 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	token := randomToken()
 	now := time.Now()
 	s := Session{Identity: id, CSRF: randomToken(), Created: now, Expires: now.Add(h.opts.SessionTTL)}
-	if err := h.opts.Sessions.Create(r.Context(), sessionKey(token), s); err != nil {
+	if old, ok := h.session(r); ok { // a new session replaces the browser's old one
+		_ = h.opts.Sessions.Delete(r.Context(), old.key)
+	}
+	switch err := h.opts.Sessions.Create(r.Context(), sessionKey(token), s); {
+	case errors.Is(err, ErrSessionsFull):
+		h.opts.Logger.Warn("page sign-in refused: every session is an admin's", "principal", id.Principal)
+		http.Error(w, "Too many people are signed in to the page: try again when one signs out.", http.StatusServiceUnavailable)
+		return
+	case err != nil:
 		h.opts.Logger.Error("page session not stored", "err", err)
 		http.Error(w, "The session could not be started; try again.", http.StatusServiceUnavailable)
 		return
-	}
-	if old, ok := h.session(r); ok { // a new session replaces the old one
-		_ = h.opts.Sessions.Delete(r.Context(), old.key)
 	}
 	http.SetCookie(w, &http.Cookie{Name: h.sessionCookieName(r), Value: token, Path: "/", MaxAge: int(h.opts.SessionTTL / time.Second),
 		HttpOnly: true, Secure: h.secure(r), SameSite: http.SameSiteStrictMode})

@@ -2,6 +2,7 @@ package page_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -488,25 +489,93 @@ func TestSecureCookie(t *testing.T) {
 	}
 }
 
-// TestSessionsBounded: the store keeps at most its bound, dropping the
-// session nearest its end, and forgets expired ones.
+// TestSessionsBounded: a principal's new session replaces its oldest; a
+// full store drops the oldest session of the principal holding the most,
+// never an admin's for another's sign-in, and forgets expired ones.
 func TestSessionsBounded(t *testing.T) {
 	ctx := context.Background()
-	m := page.NewMemSessions(2)
+	m := page.NewMemSessions(&page.MemSessionsOptions{Max: 3, PerPrincipal: 2})
 	now := time.Now()
-	for i, k := range []string{"a", "b", "c"} {
-		if err := m.Create(ctx, k, page.Session{Expires: now.Add(time.Duration(i+1) * time.Hour)}); err != nil {
+	create := func(key, principal string, admin bool, age int) error {
+		return m.Create(ctx, key, page.Session{Identity: page.Identity{Principal: principal, Admin: admin},
+			Created: now.Add(time.Duration(age) * time.Second), Expires: now.Add(time.Hour)})
+	}
+	live := func(key string) bool { _, err := m.Get(ctx, key, now); return err == nil }
+	for i, k := range []string{"op", "bob1", "bob2", "bob3"} {
+		principal := strings.TrimRight(k, "0123456789")
+		if err := create(k, principal, principal == "op", i); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := m.Get(ctx, "a", now); err == nil {
-		t.Error("the oldest session survived past the bound")
+	if live("bob1") || !live("bob2") || !live("bob3") || !live("op") {
+		t.Errorf("after bob's third sign-in (quota 2): bob1 %v, bob2 %v, bob3 %v, op %v", live("bob1"), live("bob2"), live("bob3"), live("op"))
 	}
-	if _, err := m.Get(ctx, "c", now); err != nil {
-		t.Errorf("the newest session: %v", err)
+	if err := create("carol", "carol", false, 9); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := m.Get(ctx, "b", now.Add(2*time.Hour)); err == nil {
+	if live("bob2") || !live("bob3") || !live("carol") || !live("op") {
+		t.Errorf("carol's sign-in into a full store: bob2 %v, bob3 %v, carol %v, op %v", live("bob2"), live("bob3"), live("carol"), live("op"))
+	}
+	if _, err := m.Get(ctx, "op", now.Add(time.Hour)); err == nil {
 		t.Error("an expired session was returned")
+	}
+
+	admins := page.NewMemSessions(&page.MemSessionsOptions{Max: 2})
+	for _, p := range []string{"x", "y"} {
+		if err := admins.Create(ctx, p, page.Session{Identity: page.Identity{Principal: p, Admin: true}, Expires: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := admins.Create(ctx, "z", page.Session{Identity: page.Identity{Principal: "z"}, Expires: now.Add(time.Hour)}); !errors.Is(err, page.ErrSessionsFull) {
+		t.Errorf("a sign-in into a store full of admins: %v, want ErrSessionsFull", err)
+	}
+}
+
+// TestSignInsCannotEvictTheOperator: on the wire, 200 sign-ins by one
+// principal drop only that principal's oldest sessions: the operator's
+// session (the login link) and another principal's stay signed in.
+func TestSignInsCannotEvictTheOperator(t *testing.T) {
+	link := page.NewTokenLogin(nil)
+	h, err := page.New(page.NewCredentialLogin(&page.CredentialLoginOptions{
+		Link: link,
+		Verify: func(_ context.Context, cred string) (page.Identity, error) {
+			if p, ok := strings.CutPrefix(cred, "token-of-"); ok {
+				return page.Identity{Principal: p}, nil
+			}
+			return page.Identity{}, errors.New("unknown token")
+		},
+	}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, srv: httptest.NewServer(h), login: link}
+	defer f.srv.Close()
+	signIn := func(principal string) *browser {
+		b := f.browser()
+		if r := b.post("/login", url.Values{"credential": {"token-of-" + principal}}); r.status != http.StatusSeeOther {
+			t.Fatalf("%s signs in: %d\n%s", principal, r.status, r.body)
+		}
+		return b
+	}
+	signedIn := func(b *browser) bool { return b.get("/").status == http.StatusOK }
+
+	operator := f.browser()
+	operator.signIn()
+	carol := signIn("carol")
+	var bob []*browser
+	for range 200 {
+		bob = append(bob, signIn("bob"))
+	}
+	if !signedIn(operator) {
+		t.Error("bob's 200 sign-ins signed the operator out")
+	}
+	if !signedIn(carol) {
+		t.Error("bob's 200 sign-ins signed carol out")
+	}
+	for i, b := range bob {
+		if want := i >= len(bob)-8; signedIn(b) != want {
+			t.Errorf("bob's sign-in %d of %d: signed in %v, want %v (bob keeps his newest 8)", i+1, len(bob), !want, want)
+		}
 	}
 }
 

@@ -27,6 +27,8 @@ var ErrNoSession = errors.New("no such session")
 // replica; replicas behind a load balancer share a store, or pin the page
 // to one replica.
 type Sessions interface {
+	// Create stores s under key, within bounds as MemSessions keeps them,
+	// or returns ErrSessionsFull.
 	Create(ctx context.Context, key string, s Session) error
 	// Get returns the session of key if it has not expired at now, and
 	// ErrNoSession otherwise.
@@ -34,46 +36,113 @@ type Sessions interface {
 	Delete(ctx context.Context, key string) error
 }
 
-// MemSessions is the in-process Sessions, holding at most a bounded number
-// of sessions: when full, expired ones go first, then the one closest to
-// expiry.
-type MemSessions struct {
-	max int
-	mu  sync.Mutex
-	m   map[string]Session
+// ErrSessionsFull is returned by Sessions.Create when every session it
+// could drop to make room is an admin's.
+var ErrSessionsFull = errors.New("too many page sessions")
+
+// MemSessionsOptions bound a MemSessions; nil means the defaults.
+type MemSessionsOptions struct {
+	// Max bounds the sessions held. Zero means 256.
+	Max int
+	// PerPrincipal bounds one principal's sessions: its next sign-in drops
+	// its oldest. Zero means 8; it is at most Max.
+	PerPrincipal int
 }
 
-// NewMemSessions returns a store of at most max sessions (zero means 64).
-func NewMemSessions(max int) *MemSessions {
-	if max <= 0 {
-		max = 64
+// MemSessions is the in-process Sessions. A principal holds at most
+// PerPrincipal sessions, its new one replacing its oldest; when the store
+// is full, expired sessions go first, then the oldest session of the
+// principal holding the most. An admin's session is never dropped for
+// another principal's sign-in, so no principal can sign the operator out.
+type MemSessions struct {
+	max, perPrincipal int
+	mu                sync.Mutex
+	m                 map[string]Session
+}
+
+// NewMemSessions returns an empty store bounded by o.
+func NewMemSessions(o *MemSessionsOptions) *MemSessions {
+	var opts MemSessionsOptions
+	if o != nil {
+		opts = *o
 	}
-	return &MemSessions{max: max, m: map[string]Session{}}
+	if opts.Max <= 0 {
+		opts.Max = 256
+	}
+	if opts.PerPrincipal <= 0 {
+		opts.PerPrincipal = 8
+	}
+	return &MemSessions{max: opts.Max, perPrincipal: min(opts.PerPrincipal, opts.Max), m: map[string]Session{}}
 }
 
 // Create implements Sessions.
 func (m *MemSessions) Create(_ context.Context, key string, s Session) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(m.m) >= m.max {
-		now := time.Now()
-		for k, v := range m.m {
-			if !now.Before(v.Expires) {
-				delete(m.m, k)
-			}
-		}
+	principal := s.Identity.Principal
+	if m.count(principal) >= m.perPrincipal || len(m.m) >= m.max {
+		m.dropExpired(time.Now())
 	}
-	for len(m.m) >= m.max {
-		var first string
-		for k, v := range m.m {
-			if first == "" || v.Expires.Before(m.m[first].Expires) {
-				first = k
-			}
+	if m.count(principal) >= m.perPrincipal {
+		delete(m.m, m.oldest(func(v Session) bool { return v.Identity.Principal == principal }))
+	}
+	if len(m.m) >= m.max {
+		largest, ok := m.largestNonAdmin()
+		if !ok {
+			return ErrSessionsFull
 		}
-		delete(m.m, first)
+		delete(m.m, m.oldest(func(v Session) bool { return !v.Identity.Admin && v.Identity.Principal == largest }))
 	}
 	m.m[key] = s
 	return nil
+}
+
+// count is the number of principal's sessions.
+func (m *MemSessions) count(principal string) int {
+	n := 0
+	for _, v := range m.m {
+		if v.Identity.Principal == principal {
+			n++
+		}
+	}
+	return n
+}
+
+func (m *MemSessions) dropExpired(now time.Time) {
+	for k, v := range m.m {
+		if !now.Before(v.Expires) {
+			delete(m.m, k)
+		}
+	}
+}
+
+// oldest is the key of the earliest created session that matches.
+func (m *MemSessions) oldest(match func(Session) bool) string {
+	var first string
+	for k, v := range m.m {
+		if match(v) && (first == "" || v.Created.Before(m.m[first].Created)) {
+			first = k
+		}
+	}
+	return first
+}
+
+// largestNonAdmin is the principal holding the most sessions that are not
+// an admin's; false when every session is an admin's.
+func (m *MemSessions) largestNonAdmin() (string, bool) {
+	n := map[string]int{}
+	largest, found := "", false
+	for _, v := range m.m {
+		if v.Identity.Admin {
+			continue
+		}
+		p := v.Identity.Principal
+		n[p]++
+		if !found || n[p] > n[largest] {
+			largest, found = p, true
+		}
+	}
+	return largest, found
 }
 
 // Get implements Sessions.
