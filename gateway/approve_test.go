@@ -109,6 +109,8 @@ type approvalSetup struct {
 	identity  *page.Identity // who signs in with the login link; nil: the operator
 	admins    []string
 	bearer    string // the upstream's own token, through BearerTokenEnv
+	// rules are the decide stage's rules, with decisions.
+	rules []stage.DecisionRule
 }
 
 func newApprovalGateway(t *testing.T, s approvalSetup) *approvalGateway {
@@ -130,7 +132,7 @@ func newApprovalGateway(t *testing.T, s approvalSetup) *approvalGateway {
 		Approvals: ag.approvals,
 		Page:      &gateway.Page{Login: ag.login},
 		Auth:      s.auth,
-		Decisions: decisionsIf(s.decisions),
+		Decisions: decisionsIf(s.decisions, s.rules...),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -277,10 +279,10 @@ func TestApprovalURLElicitationModern(t *testing.T) {
 	}
 }
 
-// decisionsIf returns the gateway's default decisions, or none.
-func decisionsIf(on bool) *stage.DecideOptions {
+// decisionsIf returns the gateway's decisions with rules, or none.
+func decisionsIf(on bool, rules ...stage.DecisionRule) *stage.DecideOptions {
 	if on {
-		return &stage.DecideOptions{}
+		return &stage.DecideOptions{Rules: rules}
 	}
 	return nil
 }
