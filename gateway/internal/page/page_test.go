@@ -3,6 +3,7 @@ package page_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -518,6 +519,19 @@ func TestSessionsBounded(t *testing.T) {
 	}
 	if _, err := m.Get(ctx, "op", now.Add(time.Hour)); err == nil {
 		t.Error("an expired session was returned")
+	}
+
+	// A session of the operator's principal that is not an admin's is not
+	// the operator's own: at the quota it drops none of the operator's.
+	one := page.NewMemSessions(&page.MemSessionsOptions{PerPrincipal: 1})
+	for _, s := range []page.Session{{Identity: page.Identity{Admin: true}}, {Identity: page.Identity{}}} {
+		s.Expires = now.Add(time.Hour)
+		if err := one.Create(ctx, fmt.Sprint(s.Identity.Admin), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := one.Get(ctx, "true", now); err != nil {
+		t.Error("a non-admin session of principal \"\" dropped the operator's")
 	}
 
 	admins := page.NewMemSessions(&page.MemSessionsOptions{Max: 2})

@@ -79,12 +79,16 @@ func NewMemSessions(o *MemSessionsOptions) *MemSessions {
 func (m *MemSessions) Create(_ context.Context, key string, s Session) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	principal := s.Identity.Principal
-	if m.count(principal) >= m.perPrincipal || len(m.m) >= m.max {
+	// One's own: the same principal, and admin only if s is, so that no
+	// sign-in that is not an admin's drops an admin's session.
+	own := func(v Session) bool {
+		return v.Identity.Principal == s.Identity.Principal && v.Identity.Admin == s.Identity.Admin
+	}
+	if m.count(own) >= m.perPrincipal || len(m.m) >= m.max {
 		m.dropExpired(time.Now())
 	}
-	if m.count(principal) >= m.perPrincipal {
-		delete(m.m, m.oldest(func(v Session) bool { return v.Identity.Principal == principal }))
+	if m.count(own) >= m.perPrincipal {
+		delete(m.m, m.oldest(own))
 	}
 	if len(m.m) >= m.max {
 		largest, ok := m.largestNonAdmin()
@@ -97,11 +101,11 @@ func (m *MemSessions) Create(_ context.Context, key string, s Session) error {
 	return nil
 }
 
-// count is the number of principal's sessions.
-func (m *MemSessions) count(principal string) int {
+// count is the number of sessions that match.
+func (m *MemSessions) count(match func(Session) bool) int {
 	n := 0
 	for _, v := range m.m {
-		if v.Identity.Principal == principal {
+		if match(v) {
 			n++
 		}
 	}
