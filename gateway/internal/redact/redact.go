@@ -261,12 +261,16 @@ func (r *Redactor) Result(res *mcp.CallToolResult, s hints.Sensitivity) (*mcp.Ca
 	if !r.detect(docs, values, &budget) {
 		return withheld(&rep, tooCostly)
 	}
+	cuts, ok := r.seams(res.Content, values, &budget)
+	if !ok {
+		return withheld(&rep, tooCostly)
+	}
 	if len(values) == 0 {
 		return res, rep
 	}
 	dropCovered(values)
 
-	out, all := res, values
+	out, all := applyCuts(res, cuts), values
 	for round := 0; round < 4; round++ {
 		repl := replacer(all)
 		out = rewrite(out, repl)
@@ -414,22 +418,44 @@ func (r *Redactor) detect(docs []doc, values map[string]string, budget *int) boo
 				seenLines[l] = true
 			}
 		}
-		if r.rules != nil && !r.rules.scan(d.text, budget, func(f secretFinding) { d.add(values, f.rule, f.start, f.end) }) {
-			return false
-		}
-		var runs []int
-		if len(r.pii) > 0 {
-			runs = digitRuns(d.text)
-			*budget -= len(d.text) / 8
-		}
-		for _, p := range r.pii {
-			p.scan(d.text, runs, budget, func(s, e int) { d.add(values, p.kind, s, e) })
-		}
-		if *budget < 0 {
+		if !r.scanAll(d.text, budget, func(kind string, s, e int) { d.add(values, kind, s, e) }) {
 			return false
 		}
 	}
 	return true
+}
+
+// scanAll runs every detector over t and over the disguised spelling it
+// may hold (percent-escaped, zero-width characters inside, fullwidth),
+// read as what it spells: what is found there is reported where it was
+// written. False when the budget ran out.
+func (r *Redactor) scanAll(t string, budget *int, emit func(kind string, start, end int)) bool {
+	if !r.scan(t, budget, emit) {
+		return false
+	}
+	if f, ok := fold(t); ok {
+		return r.scan(f.text, budget, func(kind string, s, e int) {
+			s, e = f.original(s, e)
+			emit(kind, s, e)
+		})
+	}
+	return true
+}
+
+// scan runs every detector over t; false when the budget ran out.
+func (r *Redactor) scan(t string, budget *int, emit func(kind string, start, end int)) bool {
+	if r.rules != nil && !r.rules.scan(t, budget, func(f secretFinding) { emit(f.rule, f.start, f.end) }) {
+		return false
+	}
+	var runs []int
+	if len(r.pii) > 0 {
+		runs = digitRuns(t)
+		*budget -= len(t) / 8
+	}
+	for _, p := range r.pii {
+		p.scan(t, runs, budget, func(s, e int) { emit(p.kind, s, e) })
+	}
+	return *budget >= 0
 }
 
 // priority orders kinds for a value found by several: a specific secret

@@ -4,6 +4,7 @@ package redact
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -75,6 +76,7 @@ func (d doc) add(values map[string]string, kind string, s, e int) {
 // binary blocks it holds.
 func collect(res *mcp.CallToolResult) (docs []doc, size, unscanned int) {
 	var c collector
+	c.meta(res.Meta)
 	c.content(res.Content)
 	if res.StructuredContent != nil {
 		c.structured(res.StructuredContent)
@@ -106,6 +108,7 @@ func (c *collector) text(s string) {
 
 func (c *collector) content(blocks []mcp.Content) {
 	for _, b := range blocks {
+		c.extras(b)
 		switch b := b.(type) {
 		case *mcp.TextContent:
 			c.text(b.Text)
@@ -336,10 +339,12 @@ func rewrite(res *mcp.CallToolResult, repl *valueReplacer) *mcp.CallToolResult {
 	if res.StructuredContent != nil {
 		sc, scChanged = rewriteStructured(res.StructuredContent, repl)
 	}
-	if !changed && !scChanged {
+	meta, metaChanged := rewriteMeta(res.Meta, repl)
+	if !changed && !scChanged && !metaChanged {
 		return res
 	}
 	out := *res
+	out.Meta = meta
 	if changed {
 		out.Content = content
 	}
@@ -353,6 +358,9 @@ func rewriteContent(blocks []mcp.Content, repl *valueReplacer) ([]mcp.Content, b
 	var out []mcp.Content
 	for i, b := range blocks {
 		nb := rewriteBlock(b, repl)
+		if e := rewriteExtras(cmp.Or(nb, b), repl); e != nil {
+			nb = e
+		}
 		if nb == nil {
 			continue
 		}
