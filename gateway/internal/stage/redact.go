@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/preflightmcp/preflight/gateway/internal/call"
@@ -14,8 +15,10 @@ import (
 	"github.com/preflightmcp/preflight/hints"
 )
 
-// Redact removes secrets and personal data from tools/call results by
-// their sensitivity, with Redactor (package redact): the effective
+// Redact removes secrets and personal data from what an upstream sends a
+// client (tools/call, resources/read and prompts/get results, JSON-RPC
+// errors, and the progress and log notifications of a call) by their
+// sensitivity, with Redactor (package redact): the effective
 // mcp.dev/resultSensitivity of the call (c.Resolution), raised by a
 // trust-annotations "sensitive" label on the result. It changes the result
 // the forwarder returns, on every path, before any stage above it or the
@@ -33,19 +36,50 @@ type Redact struct {
 func (*Redact) Name() string { return "redact" }
 
 // Methods implements call.Scoped.
-func (*Redact) Methods() []string { return []string{call.ToolsCall} }
+func (*Redact) Methods() []string {
+	return []string{call.ToolsCall, call.ResourcesRead, call.PromptsGet}
+}
 
 // Serve implements call.Stage.
 func (s *Redact) Serve(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
-	res, err := next.Serve(ctx, c)
-	if err != nil || res == nil {
-		return res, err
-	}
 	logger := s.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	out, _ := redactBody(ctx, s.Redactor, c, ResultSensitivity(c), res, logger)
+	level := ResultSensitivity(c)
+	if c.Client != nil {
+		// The call's notifications cross the stage on their way out.
+		client := *c.Client
+		client.Conn = &redactConn{Conn: c.Client.Conn, r: s.Redactor, s: level, c: c, logger: logger}
+		orig := c.Client
+		c.Client = &client
+		defer func() { c.Client = orig }()
+	}
+	res, err := next.Serve(ctx, c)
+	if err != nil {
+		rep, out := redactError(s.Redactor, level, err)
+		note(ctx, c, rep, logger)
+		return nil, out
+	}
+	if res == nil {
+		return res, nil
+	}
+	if c.Method == call.ToolsCall {
+		out, _ := redactBody(ctx, s.Redactor, c, level, res, logger)
+		return out, nil
+	}
+	if rt, _, _ := rawjson.GetString(res, "resultType"); rt == "input_required" || s.Redactor.Passes(level, res) {
+		return res, nil
+	}
+	redactOther := redactRead
+	if c.Method == call.PromptsGet {
+		redactOther = redactPrompt
+	}
+	out, rep, ok := redactOther(s.Redactor, level, res)
+	note(ctx, c, rep, logger)
+	if !ok {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "The result of this request was withheld by the gateway's policy: " + rep.Reason + "."}
+	}
 	return out, nil
 }
 
@@ -96,12 +130,18 @@ func redactBody(ctx context.Context, r *redact.Redactor, c *call.Call, s hints.S
 }
 
 // mergeResult returns body with the members a redaction rewrites taken
-// from enc: content, structuredContent (removed when enc has none) and
-// isError.
+// from enc: content, structuredContent and _meta (removed when enc has
+// none) and isError.
 func mergeResult(body, enc json.RawMessage) (json.RawMessage, bool) {
+	return mergeKeys(body, enc, []string{"content", "structuredContent", "isError", "_meta"})
+}
+
+// mergeKeys returns body with the members keys taken from enc, or removed
+// when enc has none.
+func mergeKeys(body, enc json.RawMessage, keys []string) (json.RawMessage, bool) {
 	out := body
 	var err error
-	for _, k := range []string{"content", "structuredContent", "isError"} {
+	for _, k := range keys {
 		v, has, _ := rawjson.Get(enc, k)
 		if has {
 			out, err = rawjson.Set(out, k, v)
