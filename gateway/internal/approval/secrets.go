@@ -3,7 +3,6 @@ package approval
 import (
 	"regexp"
 	"slices"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -11,20 +10,13 @@ import (
 	"github.com/preflightmcp/preflight/hints"
 )
 
-// secretScanner finds secrets with package redact's detectors (gitleaks'
-// rules), at any sensitivity. Personal data is left: an approver must see
-// to whom a call writes.
-var secretScanner = sync.OnceValues(func() (*redact.Redactor, error) {
-	return redact.New(&redact.Options{From: hints.SensitivityPublic, Withhold: redact.Off, Kinds: []redact.Kind{redact.Secrets}})
-})
-
 // withholdSecrets replaces, in the names and values of args (rendered,
 // not yet cleaned), every value that looks like a secret by
 // "[REDACTED:kind]", and notes the kinds in Arg.Secrets. The arguments are
 // scanned together, so that a value found in one is withheld in all. It
 // reports false, changing nothing, when they could not be scanned.
 func withholdSecrets(args []Arg) bool {
-	r, err := secretScanner()
+	r, err := redact.SecretScanner() // secrets only: an approver must see to whom a call writes
 	if err != nil {
 		return false
 	}

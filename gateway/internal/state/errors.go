@@ -57,6 +57,8 @@ func consequence(op string) string {
 		return "single-use confirmations fail closed until it is back"
 	case "limit":
 		return "rate-limited calls are refused until it is back"
+	case "flow":
+		return "calls that may carry values read from another server are confirmed or denied until it is back"
 	default:
 		return "calls waiting on another replica are not released until it is back"
 	}

@@ -14,11 +14,12 @@ import (
 )
 
 // Store is the gateway's short-lived shared state: single-use nonces,
-// rate limits and notifications between replicas. Its fields are safe for
+// rate limits, flows of values between upstreams and notifications between replicas. Its fields are safe for
 // concurrent use, and stay usable until Close.
 type Store struct {
 	Nonces  Nonces
 	Limiter Limiter
+	Flows   Flows
 	Bus     Bus
 
 	desc  string
@@ -42,6 +43,9 @@ type Options struct {
 	// LimiterKeys bounds the keys with state in the in-process limiter.
 	// Default [DefaultLimiterKeys].
 	LimiterKeys int
+	// FlowCapacity bounds the fingerprints the in-process flows hold,
+	// for every scope together. Default [DefaultFlowCapacity].
+	FlowCapacity int
 
 	// Subscriptions bounds the bus subscriptions open in this process.
 	// Default [DefaultSubscriptions].
@@ -82,6 +86,9 @@ func (o *Options) withDefaults() Options {
 	if c.LimiterKeys <= 0 {
 		c.LimiterKeys = DefaultLimiterKeys
 	}
+	if c.FlowCapacity <= 0 {
+		c.FlowCapacity = DefaultFlowCapacity
+	}
 	if c.Subscriptions <= 0 {
 		c.Subscriptions = DefaultSubscriptions
 	}
@@ -111,6 +118,7 @@ func NewMemory(opts *Options) *Store {
 	return &Store{
 		Nonces:  newMemNonces(o.NonceCapacity, c),
 		Limiter: newMemLimiter(o.LimiterKeys, c),
+		Flows:   newMemFlows(o.FlowCapacity, c),
 		Bus:     &memBus{hub: h},
 		desc:    "memory",
 		check:   func(context.Context) error { return nil },
@@ -131,6 +139,7 @@ func NewRedis(client redis.UniversalClient, opts *Options) *Store {
 	return &Store{
 		Nonces:  &redisNonces{client: client, addr: o.Addr, prefix: o.Prefix + "{nonce}:"},
 		Limiter: &redisLimiter{client: client, addr: o.Addr, prefix: o.Prefix + "limit:"},
+		Flows:   &redisFlows{client: client, addr: o.Addr, prefix: o.Prefix + "flow:"},
 		Bus:     bus,
 		desc:    "redis at " + o.Addr,
 		check:   func(ctx context.Context) error { return checkRedis(ctx, client, o.Addr) },
