@@ -512,3 +512,49 @@ func TestAuditPostgresStopped(t *testing.T) {
 // The page reads the audit log through any store: Options.AuditStore is
 // what a gateway gives it.
 var _ page.AuditLog = audit.Store(nil)
+
+// TestAuditRedactsSecretArguments: a call that carries a token in an
+// argument (a .env written through a tool) reaches the upstream whole, and
+// its audit record holds the token's kind, never the token, in both eras.
+func TestAuditRedactsSecretArguments(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	s := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "write_note", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			mu.Lock()
+			got = append(got, string(req.Params.Arguments))
+			mu.Unlock()
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "written"}}}, nil
+		})
+	spec := "sqlite:" + filepath.Join(t.TempDir(), "audit.db")
+	auditor, store, err := setup.OpenAudit(context.Background(), spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{{Name: "notes", Connect: inMemory(s)}},
+		Auditor: auditor, AuditStore: store})
+	for _, p := range []*wiretest.Peer{wiretest.Stateless(url, nil), wiretest.Legacy(url, nil)} {
+		args := map[string]any{"path": ".env", "content": "DEBUG=1\nGITHUB_TOKEN=" + fakeToken + "\n", "nested": []any{map[string]any{"v": fakeToken}}}
+		if r := p.Call(t, "tools/call", map[string]any{"name": "write_note", "arguments": args}); r.Error != nil {
+			t.Fatalf("%s: %s", p.Version, r.Raw)
+		}
+		p.Close()
+	}
+	mu.Lock()
+	if len(got) != 2 || !strings.Contains(got[0], fakeToken) || !strings.Contains(got[1], fakeToken) {
+		t.Errorf("the upstream got %q; want the arguments as sent", got)
+	}
+	mu.Unlock()
+	g.Close()
+	recs := auditLog(t, spec)
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want 2", len(recs))
+	}
+	for _, r := range recs {
+		if strings.Contains(string(r.Args), fakeToken[4:]) || strings.Count(string(r.Args), "[REDACTED:github-pat]") != 2 ||
+			!strings.Contains(string(r.Args), `DEBUG=1`) {
+			t.Errorf("recorded arguments %s", r.Args)
+		}
+	}
+}

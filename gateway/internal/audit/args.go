@@ -2,10 +2,15 @@ package audit
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/preflightmcp/preflight/gateway/internal/redact"
 )
 
 // Withheld replaces a sensitive argument value in a record.
@@ -37,8 +42,10 @@ func sensitiveName(name string, listed []string) bool {
 }
 
 // recordedArgs returns the argument values to record: raw with the values
-// of sensitive names replaced by Withheld at any depth, or a note when
-// the arguments are too large or not a JSON value. Absent arguments are
+// of sensitive names replaced by Withheld at any depth and values that
+// look like secrets (package redact's detectors: a token in a file's
+// content) by "[REDACTED:kind]", or a note when the arguments are too
+// large, not a JSON value or could not be checked. Absent arguments are
 // nil.
 func recordedArgs(raw json.RawMessage, sensitive []string, maxBytes int) json.RawMessage {
 	raw = bytes.TrimSpace(raw)
@@ -54,7 +61,11 @@ func recordedArgs(raw json.RawMessage, sensitive []string, maxBytes int) json.Ra
 	if err := dec.Decode(&v); err != nil || dec.More() {
 		return note("[omitted: not valid JSON]")
 	}
-	out, err := json.Marshal(withhold(v, sensitive, 0))
+	v = withhold(v, sensitive, 0)
+	if !redactSecrets(&v) {
+		return note("[omitted: could not be checked for secrets]")
+	}
+	out, err := json.Marshal(v)
 	if err != nil {
 		return note("[omitted: not valid JSON]")
 	}
@@ -88,4 +99,61 @@ func withhold(v any, sensitive []string, depth int) any {
 		}
 	}
 	return v
+}
+
+// redactSecrets replaces, in every string of *v, each value that looks like
+// a secret by "[REDACTED:kind]"; the strings are scanned together, so that
+// a value found in one is replaced in all. It reports false when they could
+// not be scanned.
+func redactSecrets(v *any) bool {
+	var texts []mcp.Content
+	walkStrings(v, 0, func(s *string) { texts = append(texts, &mcp.TextContent{Text: *s}) })
+	if len(texts) == 0 {
+		return true
+	}
+	r, err := redact.SecretScanner()
+	if err != nil {
+		return false
+	}
+	found, ok := r.Find(&mcp.CallToolResult{Content: texts})
+	if !ok {
+		return false
+	}
+	if len(found) == 0 {
+		return true
+	}
+	// Longest first, so that a value holding another is replaced whole.
+	values := make([]string, 0, len(found))
+	for value := range found {
+		values = append(values, value)
+	}
+	slices.SortFunc(values, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
+	pairs := make([]string, 0, 2*len(values))
+	for _, value := range values {
+		pairs = append(pairs, value, "[REDACTED:"+found[value]+"]")
+	}
+	replacer := strings.NewReplacer(pairs...)
+	walkStrings(v, 0, func(s *string) { *s = replacer.Replace(*s) })
+	return true
+}
+
+// walkStrings calls f with each string value in *v, within maxArgsDepth.
+func walkStrings(v *any, depth int, f func(*string)) {
+	if depth > maxArgsDepth {
+		return
+	}
+	switch e := (*v).(type) {
+	case string:
+		f(&e)
+		*v = e
+	case map[string]any:
+		for k, x := range e {
+			walkStrings(&x, depth+1, f)
+			e[k] = x
+		}
+	case []any:
+		for i := range e {
+			walkStrings(&e[i], depth+1, f)
+		}
+	}
 }
