@@ -38,7 +38,12 @@
 // [DefaultSessionTimeout] without a request ([Options.SessionTimeout]), and
 // at most [DefaultMaxSessions] are open at once ([Options.MaxSessions]):
 // past the cap, a request that would open another gets HTTP 503 and
-// [CodeTooManySessions]. [Handler.Sessions] counts them.
+// [CodeTooManySessions]. One user (the auth.TokenInfo's UserID) has at most
+// [DefaultMaxSessionsPerUser] ([Options.MaxSessionsPerUser]), past which
+// HTTP 429 and the same code. A session is its opener's: another user's
+// request naming it is answered 404, as for an unknown session, before
+// anything acts on it ([Handler.Guard] puts that check in front of other
+// handlers). [Handler.Sessions] counts them.
 //
 // [Serve] and [ListenAndServe] run such a handler at [Path] with read and
 // idle timeouts ([ServeWith] sets them) and a graceful shutdown when their

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -56,6 +57,13 @@ type Options struct {
 	// [DefaultMaxSessions]; negative means no cap.
 	MaxSessions int
 
+	// MaxSessionsPerUser caps the legacy sessions one user (the UserID of
+	// the request's auth.TokenInfo, "" for all unauthenticated clients) has
+	// open at once, refused as past MaxSessions, so that one client cannot
+	// take every session. Zero means [DefaultMaxSessionsPerUser]; negative
+	// means no cap.
+	MaxSessionsPerUser int
+
 	// Legacy, if non-nil, is the base configuration of the stateful handler
 	// that serves legacy clients; it is copied, its Stateless field is
 	// forced to false, and the non-zero fields above are applied on top.
@@ -73,12 +81,14 @@ type Options struct {
 
 // Defaults of [Options].
 const (
-	DefaultSessionTimeout = 10 * time.Minute
-	DefaultMaxSessions    = 1000
+	DefaultSessionTimeout     = 10 * time.Minute
+	DefaultMaxSessions        = 1000
+	DefaultMaxSessionsPerUser = 64
 )
 
 // CodeTooManySessions is the JSON-RPC error code of a request refused
-// because [Options.MaxSessions] legacy sessions are open.
+// because [Options.MaxSessions] legacy sessions are open, or
+// [Options.MaxSessionsPerUser] of its user's.
 const CodeTooManySessions = -32000
 
 // NewHandler returns an http.Handler that serves server to MCP clients of
@@ -114,6 +124,10 @@ func NewHandler(server *mcp.Server, opts *Options) *Handler {
 	if maxSessions == 0 {
 		maxSessions = DefaultMaxSessions
 	}
+	perUser := opts.MaxSessionsPerUser
+	if perUser == 0 {
+		perUser = DefaultMaxSessionsPerUser
+	}
 	h := &Handler{
 		stateful:  mcp.NewStreamableHTTPHandler(getServer, legacy),
 		stateless: mcp.NewStreamableHTTPHandler(getServer, stateless),
@@ -121,7 +135,7 @@ func NewHandler(server *mcp.Server, opts *Options) *Handler {
 		logger:    logger,
 		server:    server,
 	}
-	h.sessions.max, h.sessions.live = maxSessions, h.liveIDs
+	h.sessions.max, h.sessions.perUser, h.sessions.live = maxSessions, perUser, h.liveIDs
 	return h
 }
 
@@ -168,6 +182,31 @@ type Handler struct {
 // being opened by a request in progress.
 func (h *Handler) Sessions() int { return h.sessions.load() }
 
+// Guard returns next behind h's check of session owners: a request that
+// names a legacy session another user opened is answered 404, as for a
+// session that does not exist, before next sees it. A handler that acts
+// on session ids before h does (cancelling, deleting) goes behind it.
+func (h *Handler) Guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if h.foreign(w, req) {
+			return
+		}
+		next.ServeHTTP(w, req)
+	})
+}
+
+// foreign reports whether req names a legacy session another user opened,
+// and then answers it 404.
+func (h *Handler) foreign(w http.ResponseWriter, req *http.Request) bool {
+	id := req.Header.Get(sessionIDHeader)
+	if id == "" || h.sessions.ownedBy(id, userOf(req)) {
+		return false
+	}
+	h.logger.InfoContext(req.Context(), "mcp request refused: the session belongs to another user", "method", req.Method)
+	http.Error(w, "session not found", http.StatusNotFound)
+	return true
+}
+
 func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method == http.MethodPost && isArray(req, h.peekLimit) {
 		h.logger.DebugContext(req.Context(), "mcp request refused", "reason", "JSON array body")
@@ -182,6 +221,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	h.logger.DebugContext(req.Context(), "mcp request routed", "handler", "stateful", "reason", reason, "method", req.Method)
 	if id := req.Header.Get(sessionIDHeader); id != "" {
+		if h.foreign(w, req) {
+			return
+		}
 		switch req.Method {
 		case http.MethodPost:
 			// Requests of a session are tracked while they run, so that
@@ -201,8 +243,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	// A POST without a session id may open a session: count it before
-	// the SDK handler runs, so that the cap holds under concurrency.
-	if !h.sessions.reserve() {
+	// the SDK handler runs, so that the caps hold under concurrency.
+	user := userOf(req)
+	switch h.sessions.reserve(user) {
+	case capAll:
 		if h.sessions.warnDue(time.Now()) {
 			h.logger.WarnContext(req.Context(), "mcp requests refused: too many legacy sessions (logged once a minute)", "max", h.sessions.max)
 		}
@@ -210,9 +254,24 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, requestID(req, h.peekLimit), CodeTooManySessions,
 			fmt.Sprintf("Server busy: this server keeps at most %d legacy sessions and all are open. Retry later, or use protocol %s, which needs no session.", h.sessions.max, SessionlessVersion))
 		return
+	case capUser:
+		h.logger.InfoContext(req.Context(), "mcp request refused: too many legacy sessions of one user", "max", h.sessions.perUser)
+		w.Header().Set("Retry-After", "60")
+		writeError(w, http.StatusTooManyRequests, requestID(req, h.peekLimit), CodeTooManySessions,
+			fmt.Sprintf("Too many sessions: you have %d legacy sessions open, the most one user may. End sessions you no longer use (HTTP DELETE with their Mcp-Session-Id), wait for idle ones to close, or use protocol %s, which needs no session.", h.sessions.perUser, SessionlessVersion))
+		return
 	}
 	h.stateful.ServeHTTP(w, req)
-	h.watch(w.Header().Get(sessionIDHeader))
+	h.watch(w.Header().Get(sessionIDHeader), user)
+}
+
+// userOf returns the user the SDK binds a session to: the UserID of the
+// request's token, "" without one.
+func userOf(req *http.Request) string {
+	if ti := auth.TokenInfoFromContext(req.Context()); ti != nil {
+		return ti.UserID
+	}
+	return ""
 }
 
 // cancelInFlight cancels the requests the client has in flight in the
@@ -285,9 +344,9 @@ func (discardWriter) Header() http.Header         { return http.Header{} }
 func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (discardWriter) WriteHeader(int)             {}
 
-// watch records the session the request opened, if it is still open,
-// and settles the request's reservation either way.
-func (h *Handler) watch(id string) {
+// watch records the session the request of user opened, if it is still
+// open, and settles the request's reservation either way.
+func (h *Handler) watch(id, user string) {
 	open := false
 	if id != "" {
 		for ss := range h.server.Sessions() {
@@ -297,7 +356,7 @@ func (h *Handler) watch(id string) {
 			}
 		}
 	}
-	h.sessions.settle(id, open)
+	h.sessions.settle(id, user, open)
 }
 
 // liveIDs returns the ids of the server's open sessions.
@@ -309,22 +368,32 @@ func (h *Handler) liveIDs() map[string]bool {
 	return live
 }
 
-// sessionCount counts open legacy sessions against a cap. It records the
-// ids of the sessions opened through the handler and forgets those the
-// server no longer holds when it checks the cap, when it is asked for the
-// count and, without a cap, each time the record doubles: no goroutine
-// waits on a session.
+// sessionCount counts open legacy sessions against a cap, in all and per
+// user. It records the ids of the sessions opened through the handler,
+// with their users, and forgets those the server no longer holds when it
+// checks a cap, when it is asked for the count and, without a cap, each
+// time the record doubles: no goroutine waits on a session.
 type sessionCount struct {
-	max  int // <= 0: no cap
-	live func() map[string]bool
+	max     int // <= 0: no cap
+	perUser int // <= 0: no cap
+	live    func() map[string]bool
 
 	mu        sync.Mutex
-	pending   int                 // requests that may open a session
-	ids       map[string]struct{} // sessions opened, open when last checked
-	nextPrune int                 // record size that triggers a check without a cap
+	pending   map[string]int    // requests that may open a session, by user
+	pendingN  int               // their sum
+	ids       map[string]string // sessions opened, open when last checked -> user
+	users     map[string]int    // sessions in ids, by user
+	nextPrune int               // record size that triggers a check without a cap
 
 	lastWarn time.Time // of a refusal, to log them once a minute
 }
+
+// Results of sessionCount.reserve.
+const (
+	capNone = iota // reserved
+	capAll         // every session the handler keeps is open
+	capUser        // every session the user may have is open
+)
 
 // warnDue reports whether a refusal at now should be logged.
 func (c *sessionCount) warnDue(now time.Time) bool {
@@ -337,34 +406,62 @@ func (c *sessionCount) warnDue(now time.Time) bool {
 	return true
 }
 
-// reserve counts a request that may open a session, unless the cap is
-// reached.
-func (c *sessionCount) reserve() bool {
+// reserve counts a request of user that may open a session, unless a cap
+// is reached; it says which.
+func (c *sessionCount) reserve(user string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	full := func() bool { return c.max > 0 && c.pending+len(c.ids) >= c.max }
-	if full() || len(c.ids) >= max(c.nextPrune, 64) {
+	full := func() int {
+		switch {
+		case c.max > 0 && c.pendingN+len(c.ids) >= c.max:
+			return capAll
+		case c.perUser > 0 && c.pending[user]+c.users[user] >= c.perUser:
+			return capUser
+		}
+		return capNone
+	}
+	if full() != capNone || len(c.ids) >= max(c.nextPrune, 64) {
 		c.prune()
 		c.nextPrune = 2 * len(c.ids)
 	}
-	if full() {
-		return false
+	if r := full(); r != capNone {
+		return r
 	}
-	c.pending++
-	return true
+	if c.pending == nil {
+		c.pending = map[string]int{}
+	}
+	c.pending[user]++
+	c.pendingN++
+	return capNone
 }
 
-// settle ends a reservation; open says the request opened session id.
-func (c *sessionCount) settle(id string, open bool) {
+// settle ends a reservation of user; open says the request opened
+// session id.
+func (c *sessionCount) settle(id, user string, open bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.pending--
+	if c.pending[user]--; c.pending[user] <= 0 {
+		delete(c.pending, user)
+	}
+	c.pendingN--
 	if open {
 		if c.ids == nil {
-			c.ids = map[string]struct{}{}
+			c.ids, c.users = map[string]string{}, map[string]int{}
 		}
-		c.ids[id] = struct{}{}
+		if _, dup := c.ids[id]; !dup {
+			c.users[user]++
+		}
+		c.ids[id] = user
 	}
+}
+
+// ownedBy reports whether session id may be used by user: it was opened
+// by user, or not through this handler (the server answers for it).
+func (c *sessionCount) ownedBy(id, user string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	owner, ok := c.ids[id]
+	return !ok || owner == user
 }
 
 // prune forgets the sessions the server no longer holds; c.mu is held.
@@ -373,9 +470,12 @@ func (c *sessionCount) prune() {
 		return
 	}
 	live := c.live()
-	for id := range c.ids {
+	for id, user := range c.ids {
 		if !live[id] {
 			delete(c.ids, id)
+			if c.users[user]--; c.users[user] <= 0 {
+				delete(c.users, user)
+			}
 		}
 	}
 }
@@ -384,7 +484,7 @@ func (c *sessionCount) load() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.prune()
-	return c.pending + len(c.ids)
+	return c.pendingN + len(c.ids)
 }
 
 // isArray reports whether req's body, past leading JSON whitespace (at

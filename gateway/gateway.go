@@ -91,6 +91,15 @@ type Options struct {
 	// SessionIdle closes a legacy (2025-11-25) client's session after it
 	// has sent nothing for this long. Zero means DefaultSessionIdle.
 	SessionIdle time.Duration
+	// MaxSessions caps the legacy sessions open at once; past it a client
+	// that opens one is told to retry later. Zero means
+	// endpoint.DefaultMaxSessions (1000); negative means no cap.
+	MaxSessions int
+	// MaxSessionsPerPrincipal caps one principal's legacy sessions (all
+	// clients of an anonymous gateway are one), so that one client cannot
+	// take them all. Zero means endpoint.DefaultMaxSessionsPerUser (64);
+	// negative means no cap.
+	MaxSessionsPerPrincipal int
 	// Disclosure turns on progressive disclosure of tool descriptions for
 	// some or all upstreams. Nil means off.
 	Disclosure *Disclosure

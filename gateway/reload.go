@@ -355,6 +355,7 @@ func (g *Gateway) restartOnly(o *Options) {
 	diff("instructions", o.Instructions != cur.Instructions)
 	diff("pageSize", o.PageSize > 0 && o.PageSize != cur.PageSize || o.PageSize <= 0 && cur.PageSize != DefaultPageSize)
 	diff("sessionIdle", o.SessionIdle > 0 && o.SessionIdle != cur.SessionIdle || o.SessionIdle <= 0 && cur.SessionIdle != DefaultSessionIdle)
+	diff("maxSessions", o.MaxSessions != cur.MaxSessions || o.MaxSessionsPerPrincipal != cur.MaxSessionsPerPrincipal)
 	diff("shutdownGrace", o.ShutdownGrace > 0 && o.ShutdownGrace != cur.ShutdownGrace || o.ShutdownGrace <= 0 && cur.ShutdownGrace != DefaultShutdownGrace)
 	diff("maxRounds", o.MaxRounds != cur.MaxRounds)
 	diff("ring", o.Ring != nil && o.Ring != cur.Ring)

@@ -73,12 +73,19 @@ func (g *Gateway) Health() Health {
 // URL; mount it at MCPPath), behind Options.Auth (or, without it, the
 // anonymous authenticator, which answers loopback requests only). A
 // 2026-07-28 client that goes away cancels its call, down to the upstream.
+// A legacy session is its opener's: another principal naming it is
+// answered 404, as for an unknown session.
 func (g *Gateway) Handler() http.Handler {
-	return g.authenticator().Middleware(g.entry.Handler(endpoint.NewHandler(g.server, &endpoint.Options{
-		Logger:         quietlog.Warn(g.logger),
-		SessionTimeout: g.opts.SessionIdle,
-		Stateless:      &mcp.StreamableHTTPOptions{PropagateRequestCancellation: true},
-	})))
+	ep := endpoint.NewHandler(g.server, &endpoint.Options{
+		Logger:             quietlog.Warn(g.logger),
+		SessionTimeout:     g.opts.SessionIdle,
+		MaxSessions:        g.opts.MaxSessions,
+		MaxSessionsPerUser: g.opts.MaxSessionsPerPrincipal,
+		Stateless:          &mcp.StreamableHTTPOptions{PropagateRequestCancellation: true},
+	})
+	// A session is checked to be the requester's before the entry acts
+	// on its id (a cancellation, a DELETE).
+	return g.authenticator().Middleware(ep.Guard(g.entry.Handler(ep)))
 }
 
 // healthHandler answers HealthPath: 200 while serving (with the report),
