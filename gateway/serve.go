@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/gateway/internal/catalog"
 	"github.com/preflightmcp/preflight/gateway/internal/entry"
+	"github.com/preflightmcp/preflight/gateway/internal/page"
 	"github.com/preflightmcp/preflight/gateway/internal/quietlog"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 )
@@ -89,8 +91,8 @@ func (g *Gateway) Handler() http.Handler {
 }
 
 // healthHandler answers HealthPath: 200 while serving (with the report),
-// 503 while stopping.
-func (g *Gateway) healthHandler() http.Handler {
+// 503 while stopping. Behind guardOps, brief answers the status alone.
+func (g *Gateway) healthHandler(brief bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -98,6 +100,9 @@ func (g *Gateway) healthHandler() http.Handler {
 			return
 		}
 		h := g.Health()
+		if brief {
+			h = Health{Status: h.Status}
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		if h.Status == "stopping" {
@@ -116,6 +121,38 @@ func (g *Gateway) MetricsHandler() http.Handler {
 		return nil
 	}
 	return g.metrics.Handler()
+}
+
+// guardOps puts full (the health report, the metrics: upstream names,
+// tools, call counts) behind the gateway's authentication, as the MCP
+// endpoint: without it, only a request to a loopback address naming a
+// loopback host (not a page of another site, rebound by DNS) gets full.
+// With it, a request needs a client's token, and one without any gets
+// brief, or the challenge when brief is nil (a load balancer's or
+// orchestrator's probe reads the status without a token).
+func (g *Gateway) guardOps(full, brief http.Handler) http.Handler {
+	a := g.authenticator()
+	authed := a.Middleware(full)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		switch {
+		case a.Anonymous() && !page.HostAllowed(nil, r.Host):
+			http.Error(w, "This gateway does not serve the host "+strings.ToValidUTF8(clipHost(r.Host), "?")+
+				": address it by a loopback name (127.0.0.1, [::1], localhost).", http.StatusMisdirectedRequest)
+		case !a.Anonymous() && brief != nil && len(r.Header.Values("Authorization")) == 0:
+			brief.ServeHTTP(w, r)
+		default:
+			authed.ServeHTTP(w, r)
+		}
+	})
+}
+
+// clipHost bounds a Host header quoted in an error.
+func clipHost(h string) string {
+	if len(h) > 80 {
+		return h[:80]
+	}
+	return h
 }
 
 // Serve serves the gateway over HTTP on ln (MCPPath, HealthPath, the
@@ -152,12 +189,12 @@ func (g *Gateway) serveHTTP(ctx context.Context, ln net.Listener, mcpToo bool) e
 	streams, endStreams := context.WithCancel(context.Background())
 	defer endStreams()
 	mux := http.NewServeMux()
-	mux.Handle(HealthPath, g.healthHandler())
+	mux.Handle(HealthPath, g.guardOps(g.healthHandler(false), g.healthHandler(true)))
 	if mcpToo {
 		mux.Handle(MCPPath, endStreamsOn(streams, g.Handler()))
 		g.authenticator().Handle(mux)
 		if h := g.MetricsHandler(); h != nil {
-			mux.Handle(MetricsPath, h)
+			mux.Handle(MetricsPath, g.guardOps(h, nil))
 		}
 	}
 	if g.ui != nil {

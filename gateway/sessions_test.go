@@ -150,3 +150,69 @@ func TestSessionsCappedPerPrincipal(t *testing.T) {
 		t.Errorf("alice opens a session after ending one: HTTP %d %s", status, id)
 	}
 }
+
+// getOps GETs path next to the MCP endpoint url, naming host (unless
+// empty) and presenting token (unless empty); it returns the status and
+// body.
+func getOps(t *testing.T, url, path, host, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(url, gateway.MCPPath)+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, string(b)
+}
+
+// TestOpsEndpointsGuarded: /healthz and /metrics name the upstreams and
+// count their tools' calls. Without auth they answer a loopback host only,
+// not a page of another site that DNS rebinding pointed at the gateway
+// (421); with auth, /metrics needs a client's token (401 without), and
+// /healthz without one says the status alone, for probes.
+func TestOpsEndpointsGuarded(t *testing.T) {
+	const name = "secret-upstream-name"
+	t.Run("anonymous", func(t *testing.T) {
+		_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{{Name: name, URL: filesServer(t)}}})
+		port := url[strings.LastIndex(url, ":")+1 : strings.LastIndex(url, "/")]
+		for _, path := range []string{gateway.HealthPath, gateway.MetricsPath} {
+			if status, body := getOps(t, url, path, "rebound.example:"+port, ""); status != http.StatusMisdirectedRequest || strings.Contains(body, name) {
+				t.Errorf("%s for Host rebound.example: HTTP %d %s, want 421", path, status, body)
+			}
+			if status, body := getOps(t, url, path, "", ""); status != http.StatusOK || !strings.Contains(body, name) {
+				t.Errorf("%s on loopback: HTTP %d %.200s, want 200 naming the upstream", path, status, body)
+			}
+		}
+	})
+	t.Run("tokens", func(t *testing.T) {
+		a, tokens := staticTokens(t, "prometheus")
+		_, url := startGateway(t, &gateway.Options{Auth: a, Upstreams: []gateway.UpstreamSpec{{Name: name, URL: filesServer(t)}}})
+		if status, body := getOps(t, url, gateway.MetricsPath, "", ""); status != http.StatusUnauthorized || strings.Contains(body, name) {
+			t.Errorf("/metrics without a token: HTTP %d %s, want 401", status, body)
+		}
+		if status, body := getOps(t, url, gateway.MetricsPath, "", "not-a-token"); status != http.StatusUnauthorized || strings.Contains(body, name) {
+			t.Errorf("/metrics with a wrong token: HTTP %d %s, want 401", status, body)
+		}
+		if status, body := getOps(t, url, gateway.MetricsPath, "", tokens["prometheus"]); status != http.StatusOK || !strings.Contains(body, name) {
+			t.Errorf("/metrics with a token: HTTP %d %.200s, want 200 naming the upstream", status, body)
+		}
+		status, body := getOps(t, url, gateway.HealthPath, "rebound.example", "")
+		var h gateway.Health
+		if err := json.Unmarshal([]byte(body), &h); status != http.StatusOK || err != nil || h.Status != "ok" || strings.Contains(body, name) {
+			t.Errorf("/healthz without a token: HTTP %d %s, want 200 with the status alone", status, body)
+		}
+		if status, body := getOps(t, url, gateway.HealthPath, "", tokens["prometheus"]); status != http.StatusOK || !strings.Contains(body, name) {
+			t.Errorf("/healthz with a token: HTTP %d %.200s, want the whole report", status, body)
+		}
+	})
+}

@@ -153,14 +153,20 @@ func clip(s string, n int) string {
 
 // hostAllowed reports whether the page serves host (the request's Host,
 // with or without a port).
-func (h *Handler) hostAllowed(host string) bool {
+func (h *Handler) hostAllowed(host string) bool { return HostAllowed(h.opts.Hosts, host) }
+
+// HostAllowed reports whether a request naming host (its Host header, with
+// or without a port) addresses one of hosts, nil meaning loopback names
+// only (localhost and loopback IP addresses): the check against DNS
+// rebinding of the page and of what else the gateway serves.
+func HostAllowed(hosts []string, host string) bool {
 	name := host
 	if hn, _, err := net.SplitHostPort(host); err == nil {
 		name = hn
 	}
 	name = strings.TrimSuffix(strings.TrimPrefix(name, "["), "]")
-	if h.opts.Hosts != nil {
-		return slices.ContainsFunc(h.opts.Hosts, func(a string) bool { return strings.EqualFold(a, name) })
+	if hosts != nil {
+		return slices.ContainsFunc(hosts, func(a string) bool { return strings.EqualFold(a, name) })
 	}
 	if strings.EqualFold(name, "localhost") {
 		return true
