@@ -49,6 +49,7 @@ import (
 const (
 	DefaultName          = "preflight-gateway"
 	DefaultShutdownGrace = 30 * time.Second
+	DefaultCloseTimeout  = 15 * time.Second
 	DefaultPageSize      = 1000
 	DefaultSessionIdle   = 30 * time.Minute
 )
@@ -85,6 +86,10 @@ type Options struct {
 	// ShutdownGrace bounds how long Serve waits for calls in flight when
 	// it stops. Zero means DefaultShutdownGrace.
 	ShutdownGrace time.Duration
+	// CloseTimeout bounds Close: an upstream, a client's session or a
+	// store that has not stopped by then is abandoned, and logged. Zero
+	// means DefaultCloseTimeout.
+	CloseTimeout time.Duration
 	// PageSize is the number of items per page of the lists the gateway
 	// serves. Zero means DefaultPageSize.
 	PageSize int
@@ -336,6 +341,9 @@ func New(opts *Options) (*Gateway, error) {
 	if o.ShutdownGrace <= 0 {
 		o.ShutdownGrace = DefaultShutdownGrace
 	}
+	if o.CloseTimeout <= 0 {
+		o.CloseTimeout = DefaultCloseTimeout
+	}
 	if o.PageSize <= 0 {
 		o.PageSize = DefaultPageSize
 	}
@@ -555,9 +563,11 @@ func (g *Gateway) run(m *member) {
 }
 
 // Close ends parked calls and stops the upstreams (stdio servers get their
-// grace period), and waits for them. Serve first, so that calls in flight
-// finish.
+// grace period), and waits for them, at most CloseTimeout in all: what has
+// not stopped by then is abandoned and logged. Serve first, so that calls
+// in flight finish.
 func (g *Gateway) Close() error {
+	deadline := time.Now().Add(g.opts.CloseTimeout)
 	g.mu.Lock()
 	g.stopping = true
 	cancel := g.cancel
@@ -567,28 +577,69 @@ func (g *Gateway) Close() error {
 	if cancel != nil {
 		cancel()
 	}
-	g.wg.Wait()
-	for ss := range g.server.Sessions() {
-		ss.Close()
+	var (
+		mu   sync.Mutex
+		errs []error
+	)
+	step := func(what string, f func() error) {
+		g.within(deadline, what, func() {
+			if err := f(); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
 	}
-	var errs []error
-	if a := g.opts.Auditor; a != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), g.opts.ShutdownGrace)
-		if err := a.Close(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("gateway: writing the audit records still buffered: %w", err))
+	step("the upstreams", func() error { g.wg.Wait(); return nil })
+	step("the clients' sessions", func() error {
+		// The SDK's Close waits for the session's requests to end: one
+		// that does not must not hold the others.
+		var wg sync.WaitGroup
+		for ss := range g.server.Sessions() {
+			wg.Go(func() { ss.Close() })
 		}
-		cancel()
+		wg.Wait()
+		return nil
+	})
+	if a := g.opts.Auditor; a != nil {
+		step("the audit log", func() error {
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+			defer cancel()
+			if err := a.Close(ctx); err != nil {
+				return fmt.Errorf("gateway: writing the audit records still buffered: %w", err)
+			}
+			return nil
+		})
 	}
 	if s := g.opts.AuditStore; s != nil {
-		errs = append(errs, s.Close())
+		step("the audit store", s.Close)
 	}
 	if d := g.opts.Disclosure; d != nil && d.Close != nil {
-		errs = append(errs, d.Close())
+		step("the disclosure store", d.Close)
 	}
 	for _, c := range g.opts.Closers {
-		errs = append(errs, c())
+		step("a store", c)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	return errors.Join(errs...)
+}
+
+// within runs f and waits for it until deadline; past it, f is abandoned
+// (it goes on alone) and logged, so that shutdown ends.
+func (g *Gateway) within(deadline time.Time, what string, f func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		g.logger.Error("shutdown: abandoned what did not stop within the close timeout", "what", what, "closeTimeout", g.opts.CloseTimeout.String())
+	}
 }
 
 // WaitReady waits until every upstream that is not lazy is up, or ctx is

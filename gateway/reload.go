@@ -357,6 +357,7 @@ func (g *Gateway) restartOnly(o *Options) {
 	diff("sessionIdle", o.SessionIdle > 0 && o.SessionIdle != cur.SessionIdle || o.SessionIdle <= 0 && cur.SessionIdle != DefaultSessionIdle)
 	diff("maxSessions", o.MaxSessions != cur.MaxSessions || o.MaxSessionsPerPrincipal != cur.MaxSessionsPerPrincipal)
 	diff("shutdownGrace", o.ShutdownGrace > 0 && o.ShutdownGrace != cur.ShutdownGrace || o.ShutdownGrace <= 0 && cur.ShutdownGrace != DefaultShutdownGrace)
+	diff("closeTimeout", o.CloseTimeout > 0 && o.CloseTimeout != cur.CloseTimeout || o.CloseTimeout <= 0 && cur.CloseTimeout != DefaultCloseTimeout)
 	diff("maxRounds", o.MaxRounds != cur.MaxRounds)
 	diff("ring", o.Ring != nil && o.Ring != cur.Ring)
 	diff("parking", o.Parking != nil && o.Parking != cur.Parking)

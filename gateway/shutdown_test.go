@@ -1,11 +1,19 @@
 package gateway_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -153,4 +161,164 @@ func closeWhileStreaming(t *testing.T, up gateway.UpstreamSpec, era string, star
 		t.Fatalf("Close still blocked %v after Serve returned, with an upstream streaming for a call in flight", closeBound)
 	}
 	<-called
+}
+
+// TestCloseAbandonsWhatHangs: a store that never finishes closing holds
+// Close no longer than CloseTimeout; the log names what was abandoned.
+func TestCloseAbandonsWhatHangs(t *testing.T) {
+	stuck := make(chan struct{})
+	t.Cleanup(func() { close(stuck) }) // lets the abandoned goroutine end before goleak looks
+	var logged lockedLog
+	g, err := gateway.New(&gateway.Options{
+		Upstreams:    []gateway.UpstreamSpec{{Name: "files", URL: filesServer(t)}},
+		CloseTimeout: 200 * time.Millisecond,
+		Closers:      []func() error{func() error { <-stuck; return nil }},
+		Logger:       slog.New(slog.NewJSONHandler(&logged, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Start()
+	done := make(chan error, 1)
+	go func() { done <- g.Close() }()
+	select {
+	case <-done:
+	case <-time.After(closeBound):
+		t.Fatalf("Close still blocked %v on a store that does not close, with CloseTimeout 200ms", closeBound)
+	}
+	if !strings.Contains(logged.String(), "abandoned") || !strings.Contains(logged.String(), "a store") {
+		t.Errorf("the log does not say what was abandoned:\n%s", logged.String())
+	}
+}
+
+// lockedLog is a log destination safe for concurrent writes.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestServeExitsOnSignalWhileUpstreamStreams: the shipped binary, serving
+// an upstream (over stdio, over HTTP) whose tool streams progress forever
+// for a client's call in flight (of either era; the legacy client also
+// keeps its GET event stream open), exits after SIGTERM within its
+// shutdown grace and close timeout.
+func TestServeExitsOnSignalWhileUpstreamStreams(t *testing.T) {
+	bin := t.TempDir()
+	for _, pkg := range []string{"./cmd/preflight", "./internal/testrig/streamer"} {
+		out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+		}
+	}
+	// The default grace (30 s) and close timeout (15 s), and room for a
+	// slow machine: only a hang takes longer.
+	bound := gateway.DefaultShutdownGrace + gateway.DefaultCloseTimeout + 30*time.Second
+	for _, transport := range []string{"stdio", "http"} {
+		for _, era := range []string{modern, legacy} {
+			t.Run(transport+"/"+era, func(t *testing.T) {
+				t.Parallel()
+				server := "    command: " + filepath.Join(bin, "streamer") + "\n"
+				if transport == "http" {
+					server = "    url: " + startProcess(t, filepath.Join(bin, "streamer"), []string{"-http", "127.0.0.1:0"}, `(http://\S+/mcp)`).url + "\n"
+				}
+				dir := t.TempDir()
+				cfg := filepath.Join(dir, "preflight.yaml")
+				if err := os.WriteFile(cfg, []byte("servers:\n  up:\n"+server), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				p := startProcess(t, filepath.Join(bin, "preflight"), []string{"serve", "-config", cfg, "-http", "127.0.0.1:0"}, `serving MCP at (http://\S+/mcp)`)
+
+				progressed := make(chan struct{})
+				var once sync.Once
+				cs := connect(t, p.url, era, nil, &mcp.ClientOptions{
+					ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { once.Do(func() { close(progressed) }) }})
+				called := make(chan error, 1)
+				go func() {
+					params := &mcp.CallToolParams{Name: "stream", Arguments: map[string]any{}}
+					params.SetProgressToken("p")
+					_, err := cs.CallTool(context.Background(), params)
+					called <- err
+				}()
+				select {
+				case <-progressed:
+				case <-time.After(readyTimeout):
+					t.Fatal("the call did not start streaming")
+				}
+				start := time.Now()
+				if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case <-p.exited:
+					t.Logf("exited %v after SIGTERM", time.Since(start).Round(100*time.Millisecond))
+				case <-time.After(bound):
+					t.Fatalf("preflight serve still running %v after SIGTERM, with an upstream streaming for a call in flight\n%s", bound, p.stderr.String())
+				}
+				<-called
+			})
+		}
+	}
+}
+
+// process is a command a test started.
+type process struct {
+	cmd    *exec.Cmd
+	url    string        // what its output printed
+	exited chan struct{} // closed when it has exited
+	stderr *lockedLog
+}
+
+// startProcess starts bin with args, killed when the test ends, and waits
+// until its standard output prints a line matching printed, whose first
+// group is the process's URL.
+func startProcess(t *testing.T, bin string, args []string, printed string) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(bin, args...), exited: make(chan struct{}), stderr: &lockedLog{}}
+	p.cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_STATE_HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
+	p.cmd.Stderr = p.stderr
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	urls := make(chan string, 1)
+	go func() {
+		re := regexp.MustCompile(printed)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				urls <- m[1]
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, out)
+		_ = p.cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	})
+	select {
+	case p.url = <-urls:
+	case <-p.exited:
+		t.Fatalf("%s exited before it printed its URL\n%s", bin, p.stderr.String())
+	case <-time.After(readyTimeout):
+		t.Fatalf("%s printed no URL within %v\n%s", bin, readyTimeout, p.stderr.String())
+	}
+	return p
 }
