@@ -84,7 +84,16 @@ type Listen struct {
 	HTTP string `json:"http,omitempty"`
 	// Stdio also serves MCP on standard input and output.
 	Stdio bool `json:"stdio,omitempty"`
+	// MaxSessions caps the legacy (2025-11-25) sessions open at once, and
+	// MaxSessionsPerPrincipal one principal's; 0 means the gateway's
+	// defaults (1000 and 64).
+	MaxSessions             int `json:"maxSessions,omitempty"`
+	MaxSessionsPerPrincipal int `json:"maxSessionsPerPrincipal,omitempty"`
 }
+
+// MaxSessionsCap bounds listen.maxSessions and
+// listen.maxSessionsPerPrincipal.
+const MaxSessionsCap = 100000
 
 // Server is one upstream MCP server.
 type Server struct {

@@ -427,3 +427,19 @@ servers:
 		t.Errorf("read back differs:\n%s", out)
 	}
 }
+
+// TestListenSessionCaps: listen.maxSessions and maxSessionsPerPrincipal
+// are read, and a cap of 0 or past MaxSessionsCap is refused by its key.
+func TestListenSessionCaps(t *testing.T) {
+	c := mustParse(t, "g.yaml", "listen:\n  maxSessions: 500\n  maxSessionsPerPrincipal: 8\nservers:\n  m:\n    command: npx\n")
+	if c.Listen.MaxSessions != 500 || c.Listen.MaxSessionsPerPrincipal != 8 {
+		t.Errorf("listen = %+v", c.Listen)
+	}
+	for _, bad := range []string{"maxSessions: 0", "maxSessionsPerPrincipal: 0", "maxSessionsPerPrincipal: 100001"} {
+		_, err := Parse("g.yaml", []byte("listen:\n  "+bad+"\nservers:\n  m:\n    command: npx\n"), nil)
+		key := "listen." + bad[:strings.Index(bad, ":")]
+		if err == nil || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "want 1 to 100000") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}

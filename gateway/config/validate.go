@@ -59,6 +59,14 @@ func (p *parser) validate(c *Config) {
 		}
 	}
 	p.retry(&c.Retry)
+	for _, c := range []struct {
+		key string
+		n   int
+	}{{"listen.maxSessions", c.Listen.MaxSessions}, {"listen.maxSessionsPerPrincipal", c.Listen.MaxSessionsPerPrincipal}} {
+		if p.dec.set(c.key) && (c.n < 1 || c.n > MaxSessionsCap) {
+			p.fail(c.key, "%d sessions: want 1 to %d", c.n, MaxSessionsCap)
+		}
+	}
 	switch {
 	case c.Listen.HTTP == "":
 	case !validAddr(c.Listen.HTTP):

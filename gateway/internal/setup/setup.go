@@ -73,7 +73,7 @@ func Options(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*gat
 	}
 	var errs []error
 	names := cfg.Names()
-	opts := &gateway.Options{Logger: logger}
+	opts := &gateway.Options{Logger: logger, MaxSessions: cfg.Listen.MaxSessions, MaxSessionsPerPrincipal: cfg.Listen.MaxSessionsPerPrincipal}
 	if !cfg.Auth.IsZero() {
 		a, err := auth.New(cfg.Auth, &auth.Options{Addr: cfg.Listen.HTTP})
 		if err != nil {
