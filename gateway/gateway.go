@@ -33,6 +33,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/catalog"
 	"github.com/preflightmcp/preflight/gateway/internal/entry"
+	"github.com/preflightmcp/preflight/gateway/internal/flow"
 	"github.com/preflightmcp/preflight/gateway/internal/forward"
 	"github.com/preflightmcp/preflight/gateway/internal/metrics"
 	"github.com/preflightmcp/preflight/gateway/internal/page"
@@ -41,6 +42,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/stage"
 	"github.com/preflightmcp/preflight/gateway/internal/state"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
+	"github.com/preflightmcp/preflight/hints"
 	"github.com/preflightmcp/preflight/requeststate"
 	"github.com/preflightmcp/preflight/resolve"
 )
@@ -151,6 +153,11 @@ type Options struct {
 	// rules) and in-band confirmation: the decide, ask and confirmed
 	// stages of package stage. Nil means off: every call is forwarded.
 	Decisions *stage.DecideOptions
+	// Flow turns on flow control with Decisions: a tools/call whose
+	// arguments carry a value the client was shown by another call, from
+	// another upstream, gets Decisions.Flow (confirm or deny). Nil means
+	// off.
+	Flow *FlowOptions
 	// ConfirmTTL is how long a 2026-07-28 client has to answer a
 	// confirmation, and ConfirmWait how long a legacy client's answer is
 	// awaited within its call. Zero means stage.DefaultConfirmTTL and
@@ -215,6 +222,24 @@ func (o *Options) Close() error {
 // closeTimeout bounds writing what the audit log buffers when options
 // are closed.
 const closeTimeout = 30 * time.Second
+
+// FlowOptions configure flow control (package flow). Each zero field
+// means flow's default.
+type FlowOptions struct {
+	// Sensitivity is the result sensitivity from which every candidate
+	// value of a result is remembered; below it, only the secrets found.
+	Sensitivity hints.Sensitivity
+	// TTL is how long a value is remembered; Max bounds the values
+	// remembered per principal (and legacy session).
+	TTL time.Duration
+	Max int
+	// Secret keys the fingerprints; replicas need the same. Nil means a
+	// random one for this process.
+	Secret []byte
+	// Servers are the upstreams' modes (stage.FlowOff: a trusted
+	// destination; stage.FlowStrict: writing back is flagged too).
+	Servers map[string]stage.FlowMode
+}
 
 // MetricsOptions configure the gateway's Prometheus metrics.
 type MetricsOptions struct {
@@ -445,6 +470,13 @@ func (g *Gateway) newStages(st *state.Store) ([]call.Stage, error) {
 			return nil, fmt.Errorf("gateway: decisions: %w", err)
 		}
 		g.decider = d
+		if f := o.Flow; f != nil {
+			tr, err := flow.New(flow.Options{Flows: st.Flows, Secret: f.Secret, Sensitivity: f.Sensitivity, TTL: f.TTL, Max: f.Max})
+			if err != nil {
+				return nil, fmt.Errorf("gateway: flow: %w", err)
+			}
+			stages = append(stages, &stage.Flow{Tracker: tr, Servers: f.Servers, Logger: logger})
+		}
 		stages = append(stages, &stage.Decide{Decider: d},
 			stage.NewAsk(stage.Ask{Ring: o.Ring, Audience: o.Name, Nonces: st.Nonces,
 				TTL: o.ConfirmTTL, Wait: o.ConfirmWait, Resumer: g.forward, Logger: logger}))

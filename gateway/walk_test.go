@@ -62,6 +62,7 @@ metrics: {enabled: true}
 		"Auditor":    opts.Auditor != nil,
 		"Pinner":     opts.Pinner != nil,
 		"Decisions":  opts.Decisions != nil,
+		"Flow":       opts.Flow != nil,
 		"Approvals":  opts.Approvals != nil,
 		"Redactor":   opts.Redactor != nil,
 		"Disclosure": opts.Disclosure != nil,
@@ -83,11 +84,12 @@ metrics: {enabled: true}
 		}
 	})
 	outer := []string{"log", "metrics", "route", "hold"}
+	read := []string{"log", "metrics", "route", "hold", "flow"}
 	all := map[string][]string{
-		call.ToolsCall:     {"log", "metrics", "route", "hold", "audit.refused", "disclose", "pin", "resolve", "decide", "ask", "approve", "confirmed", "audit", "redact"},
+		call.ToolsCall:     {"log", "metrics", "route", "hold", "audit.refused", "disclose", "pin", "resolve", "flow", "decide", "ask", "approve", "confirmed", "audit", "redact"},
 		call.ToolsResolve:  {"log", "metrics", "route", "hold", "pin", "resolve"},
-		call.PromptsGet:    outer,
-		call.ResourcesRead: outer,
+		call.PromptsGet:    read,
+		call.ResourcesRead: read,
 		call.Complete:      outer,
 		call.Subscribe:     outer,
 		call.Unsubscribe:   outer,

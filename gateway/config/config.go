@@ -69,6 +69,8 @@ type Config struct {
 	Redaction Redaction `json:"redaction"`
 	// Decisions are the gateway's decisions on tool calls.
 	Decisions Decisions `json:"decisions"`
+	// Flow is flow control between servers; on (confirm) by default.
+	Flow Flow `json:"flow"`
 	// Retry bounds retries after transient upstream failures; zero means
 	// the gateway's defaults.
 	Retry Retry `json:"retry,omitzero"`
@@ -162,6 +164,10 @@ type Server struct {
 	// Decisions is this server's decision mode, enforce or dry-run. It
 	// defaults to decisions.mode.
 	Decisions DecisionMode `json:"decisions"`
+	// Flow is how calls to this server are checked for values read from
+	// others: on (default), off (a trusted destination) or strict
+	// (writing a value back to this server is checked too).
+	Flow ServerFlow `json:"flow"`
 	// Overrides are the deployer's annotations and hints for tools, by
 	// the upstream's tool name; they win over the server's.
 	Overrides map[string]Override `json:"overrides,omitempty"`

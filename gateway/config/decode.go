@@ -118,6 +118,10 @@ func allowed(t reflect.Type) []string {
 		vals = []string{string(TransportStdio), string(TransportHTTP), string(TransportSSE), "streamable-http", "streamableHttp"}
 	case reflect.TypeFor[DecisionMode]():
 		vals = []string{string(DecisionsEnforce), string(DecisionsDryRun)}
+	case reflect.TypeFor[FlowAction]():
+		vals = []string{string(FlowConfirm), string(FlowDeny), string(FlowOff)}
+	case reflect.TypeFor[ServerFlow]():
+		vals = []string{string(ServerFlowOn), string(ServerFlowOff), string(ServerFlowStrict)}
 	case reflect.TypeFor[Verdict]():
 		vals = []string{string(VerdictAllow), string(VerdictConfirm), string(VerdictDeny)}
 	case reflect.TypeFor[Approval]():

@@ -25,8 +25,8 @@ var badFiles = []struct {
 	want   string
 	schema schemaVerdict
 }{
-	{"unknown_key.yaml", `3:5: servers.github.tpye: unknown key, did you mean type? (allowed: args, bearerTokenEnv, command, connect, cwd, decisions, disclose, env, envFile, exclude, headers, include, overrides, pack, pin, prefix, rules, separator, timeouts, trust, type, url)`, schemaRejects},
-	{"top_unknown.yaml", `4:1: audits: unknown key, did you mean audit? (allowed: $schema, approvals, audit, auth, decisions, disclosure, listen, metrics, pins, redaction, redis, requestState, retry, servers)`, schemaRejects},
+	{"unknown_key.yaml", `3:5: servers.github.tpye: unknown key, did you mean type? (allowed: args, bearerTokenEnv, command, connect, cwd, decisions, disclose, env, envFile, exclude, flow, headers, include, overrides, pack, pin, prefix, rules, separator, timeouts, trust, type, url)`, schemaRejects},
+	{"top_unknown.yaml", `4:1: audits: unknown key, did you mean audit? (allowed: $schema, approvals, audit, auth, decisions, disclosure, flow, listen, metrics, pins, redaction, redis, requestState, retry, servers)`, schemaRejects},
 	{"retry_bad.yaml", `5:13: retry.attempts: 0 attempts: want 1 (no retries) to 10
 6:11: retry.budget: expected a whole number, found the string "ten"
 8:15: retry.maxBackoff: 1s is less than retry.backoff (2s)

@@ -80,6 +80,7 @@ func ExampleMarshal() {
 	//     pin: warn
 	//     disclose: false
 	//     decisions: enforce
+	//     flow: on
 	// disclosure:
 	//   enabled: false
 	//   store: memory
@@ -100,6 +101,11 @@ func ExampleMarshal() {
 	//   sensitive: confidential
 	// decisions:
 	//   mode: enforce
+	// flow:
+	//   action: confirm
+	//   sensitivity: restricted
+	//   ttl: 1h
+	//   max: 4096
 }
 
 // How a command serves from a config file and follows it: the first

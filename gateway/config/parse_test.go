@@ -132,6 +132,7 @@ func TestDefaults(t *testing.T) {
 			Pack:      PackAuto,
 			Pin:       PinWarn,
 			Decisions: DecisionsEnforce,
+			Flow:      ServerFlowOn,
 		}},
 		Disclosure: Disclosure{Store: StoreMemory, TTL: Duration(24 * time.Hour)},
 		Pins:       Pins{Store: PinStoreSQLite},
@@ -139,6 +140,7 @@ func TestDefaults(t *testing.T) {
 			Levels: AuditLevels{Read: AuditLevelSummary, Write: AuditLevelFull, External: AuditLevelFull, Delete: AuditLevelFull}},
 		Redaction: Redaction{Level: "confidential", Withhold: "restricted", Sensitive: "confidential"},
 		Decisions: Decisions{Mode: DecisionsEnforce},
+		Flow:      Flow{Action: FlowConfirm, Sensitivity: "restricted", TTL: Duration(time.Hour), Max: 4096},
 	}
 	if !reflect.DeepEqual(c, want) {
 		got, _ := Marshal(c)

@@ -53,9 +53,13 @@ func (p *parser) validate(c *Config) {
 	p.audit(&c.Audit)
 	p.redaction(&c.Redaction)
 	p.decisions(c)
+	p.flow(&c.Flow)
 	for _, name := range sortedKeys(c.Servers) {
 		if s := c.Servers[name]; s != nil && s.Decisions == "" {
 			s.Decisions = c.Decisions.Mode
+		}
+		if s := c.Servers[name]; s != nil && s.Flow == "" {
+			s.Flow = ServerFlowOn
 		}
 	}
 	p.retry(&c.Retry)

@@ -80,6 +80,10 @@ type Call struct {
 	// Set by resolve (tools): what the call will do.
 	Resolution *Resolution
 
+	// Set by the flow stage (tools/call): the value read by another call
+	// that the arguments carry; nil when they carry none.
+	Flow *Flow
+
 	// Set by decide, ask and approve (tools/call): the gateway's decision
 	// (nil when decisions are off), and who confirmed the call (nil when
 	// nobody did).
@@ -173,6 +177,10 @@ type Client struct {
 	Header http.Header
 	// Conn reaches the client while the call runs. Never nil.
 	Conn Conn
+	// SessionID is the client's legacy (2025-11-25) session with the
+	// gateway, "" for none: what the gateway remembers per client is kept
+	// per principal and session.
+	SessionID string
 	// Session is the client's session with the gateway, nil when the
 	// request has none (a 2026-07-28 request served by the entry).
 	// Subscriptions belong to it and end with it.
@@ -265,6 +273,20 @@ type Decision struct {
 	OutOfBand bool
 	// Args names the arguments the deciding rule read.
 	Args []string
+}
+
+// Flow is a value a call's arguments carry that the client read from
+// another call, or that could not be checked. Never the value.
+type Flow struct {
+	// From is where it was read: the exposed tool name or URI; empty when
+	// the flows could not be looked up.
+	From string
+	// Upstream is the server that returned it.
+	Upstream string
+	// CallsAgo counts the client's calls since.
+	CallsAgo int64
+	// Reason says it in words, for the client, the log and the audit.
+	Reason string
 }
 
 // Confirmation says who confirmed a call. Declined, cancelled and timed

@@ -245,6 +245,9 @@ func sdkClient(ctx context.Context, req mcp.Request) *call.Client {
 	c.Conn = &sdkConn{ctx: ctx, ss: ss, rounds: c.Modern()}
 	if ss != nil {
 		c.Session = ss
+		if !c.Modern() {
+			c.SessionID = ss.ID()
+		}
 	}
 	return c
 }

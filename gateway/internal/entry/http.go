@@ -148,6 +148,7 @@ func (h *httpEntry) direct(w http.ResponseWriter, r *http.Request, msg *Message,
 		}
 		init := ss.InitializeParams()
 		client.Capabilities = init.Capabilities
+		client.SessionID = session
 		if client.Version == "" {
 			client.Version = init.ProtocolVersion
 		}

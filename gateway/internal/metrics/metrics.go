@@ -50,6 +50,7 @@ type Metrics struct {
 	retries       *prometheus.CounterVec
 	giveUps       *prometheus.CounterVec
 	dropped       *prometheus.CounterVec
+	flows         *prometheus.CounterVec
 }
 
 // New returns the gateway's collectors, registered in a new registry.
@@ -83,7 +84,10 @@ func New(opts *Options) *Metrics {
 	m.dropped = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "notifications_dropped_total",
 		Help: "Progress and log notifications of calls dropped because the client read them slower than the upstream sent them, by upstream server."},
 		[]string{"server"})
-	m.reg.MustRegister(m.calls, m.latency, m.confirmations, m.redactions, m.retries, m.giveUps, m.dropped)
+	m.flows = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "flows_total",
+		Help: "Tool calls whose arguments carry a value the client read by another call, by destination upstream server and action: confirm, deny, allow (a rule allowed it), dry-run."},
+		[]string{"server", "action"})
+	m.reg.MustRegister(m.calls, m.latency, m.confirmations, m.redactions, m.retries, m.giveUps, m.dropped, m.flows)
 	if !o.NoRuntime {
 		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
@@ -161,6 +165,15 @@ func (m *Metrics) Redacted(server, kind string, n int) {
 		return
 	}
 	m.redactions.WithLabelValues(server, kind).Add(float64(n))
+}
+
+// Flow records a call to server that carries a value read elsewhere, and
+// what the gateway did: confirm, deny, allow or dry-run.
+func (m *Metrics) Flow(server, action string) {
+	if m == nil {
+		return
+	}
+	m.flows.WithLabelValues(server, action).Inc()
 }
 
 // NotificationsDropped records n notifications of a call of server dropped

@@ -50,6 +50,7 @@ type compiled struct {
 	refs      []string     // arguments the expression names, in order, once each
 	lits      []comparison // arguments compared with literal values
 	readsArgs bool         // the expression reads args at all
+	readsFlow bool         // the expression reads flow (decision rules)
 }
 
 // comparison is an argument compared with (or defaulted to) a literal.
@@ -99,8 +100,11 @@ func compileRule(env *cel.Env, server string, r Rule, costLimit uint64) (*compil
 func (c *compiled) collect(e ast.Expr) error {
 	switch e.Kind() {
 	case ast.IdentKind:
-		if e.AsIdent() == varArgs {
+		switch e.AsIdent() {
+		case varArgs:
 			c.readsArgs = true // read as a whole: nothing to check by name
+		case varFlow:
+			c.readsFlow = true
 		}
 	case ast.SelectKind:
 		s := e.AsSelect()

@@ -12,26 +12,34 @@ import (
 	"cel.dev/cel-go/interpreter"
 )
 
-// varEffect is the variable a [Condition] reads besides a rule's.
-const varEffect = "effect"
+// The variables a [Condition] reads besides a rule's.
+const (
+	varEffect = "effect"
+	varFlow   = "flow"
+)
 
-// conditionEnv is the rules' environment with the call's effect added.
+// conditionEnv is the rules' environment with the call's effect and flow
+// added.
 var conditionEnv = sync.OnceValues(func() (*cel.Env, error) {
 	env, err := celEnv()
 	if err != nil {
 		return nil, err
 	}
-	return env.Extend(cel.Variable(varEffect, cel.StringType))
+	return env.Extend(cel.Variable(varEffect, cel.StringType), cel.Variable(varFlow, cel.MapType(cel.StringType, cel.DynType)))
 })
 
 // Condition is a boolean CEL expression over one call, in the rules'
 // environment (args, tool, server, principal) plus effect, the call's
-// effective mcp.dev/effect ("read", "write", "external", "delete").
+// effective mcp.dev/effect ("read", "write", "external", "delete"), and
+// flow: flow.carries (bool: the arguments carry a value the client read
+// from another call), flow.from (list of the exposed tool names or URIs it
+// was read from) and flow.callsAgo (int: how many calls ago).
 // The gateway's decision rules use it. It is compiled once and safe for
 // concurrent use.
 type Condition struct {
 	prg       cel.Program
 	readsArgs bool
+	readsFlow bool
 	args      []string
 }
 
@@ -63,12 +71,16 @@ func CompileCondition(expr string, costLimit uint64) (*Condition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("expression cannot be planned: %v", err)
 	}
-	return &Condition{prg: prg, readsArgs: c.readsArgs, args: c.refs}, nil
+	return &Condition{prg: prg, readsArgs: c.readsArgs, readsFlow: c.readsFlow, args: c.refs}, nil
 }
 
 // ReadsArgs reports whether the expression reads the call's arguments, so
 // that a caller decodes them only then.
 func (c *Condition) ReadsArgs() bool { return c.readsArgs }
+
+// ReadsFlow reports whether the expression reads flow, and so decides
+// what a call that carries a value read elsewhere gets.
+func (c *Condition) ReadsFlow() bool { return c.readsFlow }
 
 // Args names the arguments the expression reads by name, in order, once
 // each.
@@ -80,6 +92,11 @@ type Vars struct {
 	// Args are the decoded arguments (see [DecodeArguments]); nil means
 	// none.
 	Args map[string]any
+	// FlowFrom names where the values the call carries were read (exposed
+	// tool names or URIs); empty when it carries none. FlowCallsAgo is
+	// how many calls ago.
+	FlowFrom     []string
+	FlowCallsAgo int64
 }
 
 // Eval reports whether the call matches. An error (an argument the
@@ -127,6 +144,13 @@ func (a *condActivation) ResolveName(name string) (any, bool) {
 		return types.String(a.v.Principal), true
 	case varEffect:
 		return types.String(a.v.Effect), true
+	case varFlow:
+		from := a.v.FlowFrom
+		if from == nil {
+			from = []string{}
+		}
+		return types.NewStringInterfaceMap(types.DefaultTypeAdapter, map[string]any{
+			"carries": len(a.v.FlowFrom) > 0, "from": from, "callsAgo": a.v.FlowCallsAgo}), true
 	}
 	return nil, false
 }

@@ -141,6 +141,7 @@ func Options(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*gat
 	if opts.Decisions, err = DecisionsFromConfig(cfg); err != nil {
 		return nil, err
 	}
+	opts.Flow = FlowFromConfig(cfg)
 	if rt := cfg.Retry; rt != (config.Retry{}) {
 		opts.Retry = &forward.RetryPolicy{Attempts: rt.Attempts, Initial: time.Duration(rt.Backoff), Max: time.Duration(rt.MaxBackoff),
 			Within: time.Duration(rt.Within), Budget: rt.Budget, Refill: time.Duration(rt.Refill)}
@@ -174,6 +175,10 @@ func Options(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*gat
 			return nil, fmt.Errorf("configuration: requestState: %w", err)
 		}
 		opts.Ring = ring
+		if opts.Flow != nil {
+			// Replicas share the requestState keys, and so the flows'.
+			opts.Flow.Secret = cfg.RequestState.Keys[0].Secret
+		}
 	}
 	if cfg.Redis.URL != "" {
 		// Single-use confirmations (and approval notifications) need the
@@ -390,6 +395,9 @@ func DecisionsFromConfig(cfg *config.Config) (*stage.DecideOptions, error) {
 			d.Servers[name] = stage.Mode(s.Decisions)
 		}
 	}
+	if cfg.Flow.Action == config.FlowDeny {
+		d.Flow = call.Deny
+	}
 	for _, r := range cfg.Decisions.Rules {
 		d.Rules = append(d.Rules, stage.DecisionRule{Name: r.Name, Servers: slices.Clone(r.Servers), Tools: slices.Clone(r.Tools),
 			When: r.When, Verdict: call.Verdict(r.Decision), OutOfBand: r.Approval == config.ApprovalHuman, Reason: r.Reason})
@@ -398,4 +406,24 @@ func DecisionsFromConfig(cfg *config.Config) (*stage.DecideOptions, error) {
 		return nil, fmt.Errorf("configuration: decisions: %w", err)
 	}
 	return d, nil
+}
+
+// FlowFromConfig maps the flow section and the servers' flow modes onto
+// the gateway's flow options; nil when flow.action is off. The action is
+// the decisions' (DecisionsFromConfig).
+func FlowFromConfig(cfg *config.Config) *gateway.FlowOptions {
+	f := cfg.Flow
+	if f.Action == config.FlowOff {
+		return nil
+	}
+	o := &gateway.FlowOptions{Sensitivity: f.Sensitivity, TTL: time.Duration(f.TTL), Max: f.Max}
+	for _, name := range cfg.Names() {
+		if s := cfg.Servers[name]; s != nil && s.Flow != "" && s.Flow != config.ServerFlowOn {
+			if o.Servers == nil {
+				o.Servers = map[string]stage.FlowMode{}
+			}
+			o.Servers[name] = stage.FlowMode(s.Flow)
+		}
+	}
+	return o
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -140,6 +142,12 @@ func auditCall(c *call.Call, o AuditOptions) audit.Call {
 	}
 	if c.Client != nil {
 		ac.Principal = c.Client.Principal
+	}
+	if c.Flow != nil {
+		// The arguments carry a value read elsewhere, maybe a secret: the
+		// record says where it came from (the reason), never the values.
+		args, _ := c.Args()
+		ac.SensitiveArgs = slices.Concat(ac.SensitiveArgs, slices.Collect(maps.Keys(args)))
 	}
 	r := c.Resolution
 	if r == nil {

@@ -35,8 +35,8 @@ type DecisionRule struct {
 	// Tools are path.Match globs over the upstream's tool names; empty
 	// means every tool.
 	Tools []string
-	// When is a CEL expression over server, tool, args, effect and
-	// principal ([rules.Condition]); empty means always.
+	// When is a CEL expression over server, tool, args, effect,
+	// principal and flow ([rules.Condition]); empty means always.
 	When string
 	// Verdict is the decision of a matching call.
 	Verdict call.Verdict
@@ -63,10 +63,16 @@ type DecideOptions struct {
 	// MaxArgumentBytes bounds the arguments rules read. Zero means
 	// rules.DefaultMaxArgumentBytes.
 	MaxArgumentBytes int
+	// Flow is what a call gets whose arguments carry a value read by
+	// another call (the flow stage's c.Flow): call.Confirm (the zero
+	// value) or call.Deny. A call a rule allowed or confirmed gets it too,
+	// unless the rule reads flow: such a rule decides flows itself.
+	Flow call.Verdict
 }
 
 // Decider makes the decision of each call. It is safe for concurrent use.
 type Decider struct {
+	flow     call.Verdict
 	rules    []decisionRule
 	mode     Mode
 	servers  map[string]Mode
@@ -86,11 +92,17 @@ func NewDecider(o *DecideOptions) (*Decider, error) {
 	if o == nil {
 		o = &DecideOptions{}
 	}
-	d := &Decider{mode: o.Mode, servers: o.Servers, maxArgs: o.MaxArgumentBytes}
+	d := &Decider{mode: o.Mode, servers: o.Servers, maxArgs: o.MaxArgumentBytes, flow: o.Flow}
 	if d.mode == "" {
 		d.mode = Enforce
 	}
+	if d.flow == "" {
+		d.flow = call.Confirm
+	}
 	var errs []error
+	if d.flow != call.Confirm && d.flow != call.Deny {
+		errs = append(errs, fmt.Errorf("flow: %q: allowed: confirm, deny", o.Flow))
+	}
 	check := func(m Mode, where string) {
 		if m != Enforce && m != DryRun {
 			errs = append(errs, fmt.Errorf("%s: %q is not a mode (allowed: enforce, dry-run)", where, m))
@@ -180,18 +192,7 @@ const (
 
 // Decide returns the decision on c, a routed and resolved tools/call.
 func (d *Decider) Decide(c *call.Call) *call.Decision {
-	r := c.Resolution
-	if r == nil {
-		r = Static(c.Tool)
-	}
-	var in policy.Input
-	if r.Source == "static" && c.Tool.Tool != nil {
-		in = policy.Input{Static: c.Tool.Tool.Annotations, StaticHints: r.Hints}
-	} else {
-		ann := r.Annotations
-		in = policy.Input{Resolved: &ann, ResolvedHints: r.Hints}
-	}
-	eff := policy.Evaluate(in)
+	eff := effective(c)
 	server := c.Tool.Upstream
 	out := &call.Decision{DryRun: d.modeOf(server) == DryRun}
 	if len(d.rules) > 0 {
@@ -200,7 +201,38 @@ func (d *Decider) Decide(c *call.Call) *call.Decision {
 		}
 	}
 	defaults(eff, out)
+	d.applyFlow(c.Flow, out)
 	return out
+}
+
+// applyFlow makes out at least as strict as the flow action when the call
+// carries a value read elsewhere.
+func (d *Decider) applyFlow(f *call.Flow, out *call.Decision) {
+	if f == nil || out.Verdict == call.Deny {
+		return
+	}
+	switch {
+	case d.flow == call.Deny:
+		out.Verdict, out.Reason, out.Rule = call.Deny, f.Reason, "flow"
+	case out.Verdict == call.Allow:
+		out.Verdict, out.Reason, out.Rule = call.Confirm, f.Reason, "flow"
+	default: // confirmed already: say both
+		out.Reason = f.Reason + "; and " + out.Reason
+	}
+}
+
+// effective is package policy's reading of a routed tools/call: its
+// resolution, else the tool's declaration.
+func effective(c *call.Call) policy.Effective {
+	r := c.Resolution
+	if r == nil {
+		r = Static(c.Tool)
+	}
+	if r.Source == "static" && c.Tool.Tool != nil {
+		return policy.Evaluate(policy.Input{Static: c.Tool.Tool.Annotations, StaticHints: r.Hints})
+	}
+	ann := r.Annotations
+	return policy.Evaluate(policy.Input{Resolved: &ann, ResolvedHints: r.Hints})
 }
 
 // StaticConfirms reports whether the gateway asks before every call of t,
@@ -281,7 +313,11 @@ func (d *Decider) match(c *call.Call, server string, effect hints.Effect, out *c
 				out.Reason = fmt.Sprintf("the decision rule %q reads the arguments, which cannot be read: %v", r.Name, argsErr)
 				return true
 			}
-			ok, err := r.cond.Eval(rules.Vars{Server: server, Tool: c.Target, Principal: principal, Effect: string(effect), Args: args})
+			vars := rules.Vars{Server: server, Tool: c.Target, Principal: principal, Effect: string(effect), Args: args}
+			if f := c.Flow; f != nil {
+				vars.FlowFrom, vars.FlowCallsAgo = []string{f.From}, f.CallsAgo
+			}
+			ok, err := r.cond.Eval(vars)
 			if err != nil {
 				out.Verdict, out.Rule = call.Deny, r.Name
 				out.Reason = fmt.Sprintf("the decision rule %q could not be evaluated (%v); read optional arguments with has(args.x)", r.Name, err)
@@ -293,6 +329,9 @@ func (d *Decider) match(c *call.Call, server string, effect hints.Effect, out *c
 			out.Args = r.cond.Args()
 		}
 		out.Verdict, out.Rule, out.Reason, out.OutOfBand = r.Verdict, r.Name, r.Reason, r.OutOfBand
+		if r.cond == nil || !r.cond.ReadsFlow() {
+			d.applyFlow(c.Flow, out)
+		}
 		return true
 	}
 	return false

@@ -283,3 +283,50 @@ func TestStaticConfirms(t *testing.T) {
 		}
 	}
 }
+
+// TestDecideFlow: a call that carries a value read elsewhere is confirmed
+// (or denied, with Flow deny) with the flow's reason, even when the
+// defaults or a rule would allow it; a rule that reads flow decides it
+// itself; dry-run records it.
+func TestDecideFlow(t *testing.T) {
+	f := &call.Flow{From: "fs__read_text_file", Upstream: "fs", CallsAgo: 2, Reason: "the call sends a value read from fs__read_text_file 2 calls ago to t"}
+	flowing := func(ann preflight.Annotations) *call.Call {
+		c := decideCall("t", ann, hints.Hints{}, "")
+		c.Flow = f
+		return c
+	}
+	mk := func(o *stage.DecideOptions) *stage.Decider {
+		d, err := stage.NewDecider(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	allowAll := stage.DecisionRule{Name: "allow-all", Verdict: call.Allow}
+	readsFlow := stage.DecisionRule{Name: "recent-flows", When: `flow.carries && flow.callsAgo < 3 && "fs__read_text_file" in flow.from`, Verdict: call.Deny, Reason: "recent"}
+	for _, tc := range []struct {
+		name    string
+		o       *stage.DecideOptions
+		c       *call.Call
+		verdict call.Verdict
+		reason  string
+		dryRun  bool
+	}{
+		{"no flow", nil, decideCall("t", writeAnn, hints.Hints{}, ""), call.Allow, "the call changes data", false},
+		{"write", nil, flowing(writeAnn), call.Confirm, f.Reason, false},
+		{"destructive", nil, flowing(destroyAnn), call.Confirm, f.Reason + "; and the call is destructive", false},
+		{"deny", &stage.DecideOptions{Flow: call.Deny}, flowing(writeAnn), call.Deny, f.Reason, false},
+		{"a rule allows", &stage.DecideOptions{Rules: []stage.DecisionRule{allowAll}}, flowing(writeAnn), call.Confirm, f.Reason, false},
+		{"a rule reads flow", &stage.DecideOptions{Rules: []stage.DecisionRule{readsFlow}}, flowing(writeAnn), call.Deny, "recent", false},
+		{"a rule reads flow, none", &stage.DecideOptions{Rules: []stage.DecisionRule{readsFlow}}, decideCall("t", writeAnn, hints.Hints{}, ""), call.Allow, "the call changes data", false},
+		{"dry-run", &stage.DecideOptions{Mode: stage.DryRun}, flowing(writeAnn), call.Confirm, f.Reason, true},
+	} {
+		got := mk(tc.o).Decide(tc.c)
+		if got.Verdict != tc.verdict || !strings.HasPrefix(got.Reason, tc.reason) || got.DryRun != tc.dryRun {
+			t.Errorf("%s: %+v, want %s %q", tc.name, got, tc.verdict, tc.reason)
+		}
+	}
+	if _, err := stage.NewDecider(&stage.DecideOptions{Flow: call.Allow}); err == nil {
+		t.Error("Flow allow was accepted")
+	}
+}

@@ -56,6 +56,13 @@ func (s *Metrics) Serve(ctx context.Context, c *call.Call, next call.Handler) (j
 	m.Call(rec)
 	confirmations(m, rec.Server, c)
 	m.NotificationsDropped(rec.Server, c.NotificationsDropped)
+	if c.Flow != nil && c.Decision != nil {
+		action := string(c.Decision.Verdict)
+		if c.Decision.DryRun {
+			action = "dry-run"
+		}
+		m.Flow(rec.Server, action)
+	}
 	if r := c.Redaction; r != nil {
 		for kind, n := range r.Kinds {
 			m.Redacted(rec.Server, kind, n)
