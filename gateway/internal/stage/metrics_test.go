@@ -117,3 +117,50 @@ func BenchmarkMetricsStage(b *testing.B) {
 		}
 	}
 }
+
+// TestMetricsFlows: a call that carries a flow is counted by the action
+// the gateway took, dry-run apart; a call without one is not counted.
+func TestMetricsFlows(t *testing.T) {
+	m := metrics.New(&metrics.Options{NoRuntime: true})
+	f := &call.Flow{From: "fs__read_text_file", Upstream: "fs", Reason: "r"}
+	for _, x := range []call.Call{
+		{Flow: f, Decision: &call.Decision{Verdict: call.Deny}},
+		{Flow: f, Decision: &call.Decision{Verdict: call.Confirm}},
+		{Flow: f, Decision: &call.Decision{Verdict: call.Confirm, DryRun: true}},
+		{Decision: &call.Decision{Verdict: call.Allow}},
+	} {
+		x.Method, x.Client = call.ToolsCall, &call.Client{}
+		h := chain(call.HandlerFunc(func(context.Context, *call.Call) (json.RawMessage, error) {
+			return json.RawMessage(`{"content":[]}`), nil
+		}), &stage.Metrics{M: m})
+		if _, err := h.Serve(context.Background(), &x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fams, err := m.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, fam := range fams {
+		if fam.GetName() != "preflight_flows_total" {
+			continue
+		}
+		for _, mt := range fam.GetMetric() {
+			key := ""
+			for _, l := range mt.GetLabel() {
+				key += l.GetName() + "=" + l.GetValue() + " "
+			}
+			got[key] = mt.GetCounter().GetValue()
+		}
+	}
+	want := map[string]float64{"action=deny server=unknown ": 1, "action=confirm server=unknown ": 1, "action=dry-run server=unknown ": 1}
+	if len(got) != len(want) {
+		t.Errorf("flows: %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s= %v, want %v", k, got[k], v)
+		}
+	}
+}
