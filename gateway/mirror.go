@@ -218,15 +218,15 @@ func (g *Gateway) rebuild(ctx context.Context) *snapshot {
 		g.server.RemovePrompts(drop...)
 	}
 
-	// Resources and templates keep their URIs.
+	// Resources and templates, under the URIs clients see.
 	wantR := map[string]bool{}
 	for _, r := range v.Resources {
 		if err := g.syncResource(r); err != nil {
 			snap.problems = append(snap.problems, catalog.Problem{Upstream: r.Upstream, Kind: "resource", Name: r.URI, Reason: err.Error()})
 			continue
 		}
-		wantR[r.URI] = true
-		snap.resources = append(snap.resources, r.Raw)
+		wantR[r.Exposed] = true
+		snap.resources = append(snap.resources, withString(r.Raw, "uri", r.URI, r.Exposed))
 	}
 	drop = drop[:0]
 	for uri := range g.mirror.resources {
@@ -247,8 +247,8 @@ func (g *Gateway) rebuild(ctx context.Context) *snapshot {
 			snap.problems = append(snap.problems, catalog.Problem{Upstream: t.Upstream, Kind: "template", Name: t.URITemplate, Reason: err.Error()})
 			continue
 		}
-		wantT[t.URITemplate] = true
-		snap.templates = append(snap.templates, t.Raw)
+		wantT[t.Exposed] = true
+		snap.templates = append(snap.templates, withString(t.Raw, "uriTemplate", t.URITemplate, t.Exposed))
 	}
 	if g.disclosure != nil {
 		snap.templates = append(snap.templates, g.discloseTemplate)
@@ -316,34 +316,49 @@ func tryAdd(f func()) (err error) {
 
 func (g *Gateway) syncResource(r *catalog.Resource) error {
 	key := r.Upstream + "\x00" + string(r.Raw)
-	if g.mirror.resources[r.URI] == key {
+	if g.mirror.resources[r.Exposed] == key {
 		return nil
 	}
-	if _, err := url.Parse(r.URI); err != nil || r.Resource == nil {
+	if _, err := url.Parse(r.Exposed); err != nil || r.Resource == nil {
 		return fmt.Errorf("invalid URI")
 	}
 	rr := *r.Resource
+	rr.URI = r.Exposed
 	if err := tryAdd(func() { g.server.AddResource(&rr, unreachableResource) }); err != nil {
 		return err
 	}
-	g.mirror.resources[r.URI] = key
+	g.mirror.resources[r.Exposed] = key
 	return nil
 }
 
 func (g *Gateway) syncTemplate(t *catalog.Template) error {
 	key := t.Upstream + "\x00" + string(t.Raw)
-	if g.mirror.templates[t.URITemplate] == key {
+	if g.mirror.templates[t.Exposed] == key {
 		return nil
 	}
-	if _, err := uritemplate.New(t.URITemplate); err != nil || t.Template == nil {
+	if _, err := uritemplate.New(t.Exposed); err != nil || t.Template == nil {
 		return fmt.Errorf("invalid URI template")
 	}
 	tt := *t.Template
+	tt.URITemplate = t.Exposed
 	if err := tryAdd(func() { g.server.AddResourceTemplate(&tt, unreachableResource) }); err != nil {
 		return err
 	}
-	g.mirror.templates[t.URITemplate] = key
+	g.mirror.templates[t.Exposed] = key
 	return nil
+}
+
+// withString returns raw with its key set to exposed when that differs
+// from the upstream's value.
+func withString(raw json.RawMessage, key, upstream, exposed string) json.RawMessage {
+	if exposed == upstream {
+		return raw
+	}
+	v, _ := json.Marshal(exposed)
+	if r, err := rawjson.Set(raw, key, v); err == nil {
+		return r
+	}
+	return raw
 }
 
 // asListed returns t as the gateway lists it: with

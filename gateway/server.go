@@ -18,6 +18,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/catalog"
 	"github.com/preflightmcp/preflight/gateway/internal/entry"
 	"github.com/preflightmcp/preflight/gateway/internal/quietlog"
+	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 	"github.com/preflightmcp/preflight/resolve"
 )
 
@@ -240,7 +241,17 @@ func unreachableComplete(context.Context, *mcp.CompleteRequest) (*mcp.CompleteRe
 }
 
 // resourceUpdated passes an upstream's resources/updated to the clients
-// subscribed to it (the SDK server knows who they are).
-func (g *Gateway) resourceUpdated(ctx context.Context, p *mcp.ResourceUpdatedNotificationParams) {
-	_ = g.server.ResourceUpdated(ctx, p)
+// subscribed to it (the SDK server knows who they are), under each URI
+// that reaches that upstream's resource: the clients of another upstream's
+// resource of the same URI are not told.
+func (g *Gateway) resourceUpdated(ctx context.Context, c *upstream.Conn, p *mcp.ResourceUpdatedNotificationParams) {
+	snap := g.state.Load()
+	if snap == nil {
+		return
+	}
+	for _, uri := range snap.view.ClientURIs(c.Name(), p.URI) {
+		pp := *p
+		pp.URI = uri
+		_ = g.server.ResourceUpdated(ctx, &pp)
+	}
 }

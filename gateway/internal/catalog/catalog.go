@@ -22,10 +22,15 @@
 //
 // # Resources
 //
-// Resource URIs and templates are not renamed: a URI is routed to the
-// upstream that listed it, and a URI no upstream listed to the first
-// upstream (in configuration order) with a template matching it. A URI or
-// template listed by two upstreams is skipped and reported.
+// A resource URI or template that no other upstream could claim keeps its
+// form, so that the URIs a server writes into its own content still work
+// through the gateway. With more than one upstream, one that another could
+// claim (the same URI, a URI another's template may match, two templates
+// that may overlap) is exposed under its namespaced form, [NamespacedURI],
+// which always reaches its upstream alone. A URI as the upstream knows it
+// is routed only when exactly one upstream lists it or has a template
+// matching it: a URI two upstreams claim is refused with the forms that
+// name each, so that no upstream's listing takes reads meant for another.
 //
 // # Caching
 //
@@ -41,7 +46,6 @@ import (
 	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/yosida95/uritemplate/v3"
 )
 
 // Limits and defaults of names.
@@ -167,18 +171,22 @@ type Prompt struct {
 // Resource is one resource of one upstream.
 type Resource struct {
 	Upstream string
-	URI      string
-	Raw      json.RawMessage
-	Resource *mcp.Resource
+	// URI is the upstream's; Exposed the one clients see (set by Build).
+	URI, Exposed string
+	Raw          json.RawMessage
+	Resource     *mcp.Resource
 }
 
 // Template is one resource template of one upstream.
 type Template struct {
-	Upstream    string
-	URITemplate string
-	Raw         json.RawMessage
-	Template    *mcp.ResourceTemplate
-	match       *regexp.Regexp // set by Build
+	Upstream string
+	// URITemplate is the upstream's; Exposed the one clients see (set by
+	// Build).
+	URITemplate, Exposed string
+	Raw                  json.RawMessage
+	Template             *mcp.ResourceTemplate
+	match                *regexp.Regexp // set by Build
+	literal              string         // the template's text before its first expression
 }
 
 // Listing is what one upstream lists. Items without an upstream name or
@@ -221,9 +229,11 @@ type View struct {
 	// Problems lists what was skipped.
 	Problems []Problem
 
-	tools     map[string]*Tool
-	prompts   map[string]*Prompt
-	resources map[string]*Resource
+	tools   map[string]*Tool
+	prompts map[string]*Prompt
+	uris    map[string][]*Resource // by the upstream's URI
+	spaces  map[string]string      // escaped upstream name -> name, when namespaced
+	order   map[string]int         // upstream -> configuration order
 }
 
 // Build aggregates listings, given in configuration order. prefixed says
@@ -231,9 +241,8 @@ type View struct {
 // than one upstream configured (whether or not each is up).
 func Build(listings []*Listing, prefixed bool) *View {
 	v := &View{
-		tools:     map[string]*Tool{},
-		prompts:   map[string]*Prompt{},
-		resources: map[string]*Resource{},
+		tools:   map[string]*Tool{},
+		prompts: map[string]*Prompt{},
 	}
 	var toolCaches, promptCaches, resourceCaches, templateCaches []Cache
 
@@ -296,40 +305,7 @@ func Build(listings []*Listing, prefixed bool) *View {
 		v.prompts[p.Exposed] = &p
 	}
 
-	// Resources and templates keep their URIs.
-	uriCount, tmplCount := map[string]int{}, map[string]int{}
-	for _, l := range listings {
-		for _, r := range l.Resources {
-			uriCount[r.URI]++
-		}
-		for _, t := range l.Templates {
-			tmplCount[t.URITemplate]++
-		}
-	}
-	for _, l := range listings {
-		for _, r := range l.Resources {
-			if uriCount[r.URI] > 1 {
-				v.Problems = append(v.Problems, Problem{l.Upstream, "resource", r.URI, fmt.Sprintf("URI listed %d times", uriCount[r.URI])})
-				continue
-			}
-			v.Resources = append(v.Resources, r)
-			v.resources[r.URI] = r
-		}
-		for _, t := range l.Templates {
-			if tmplCount[t.URITemplate] > 1 {
-				v.Problems = append(v.Problems, Problem{l.Upstream, "template", t.URITemplate, fmt.Sprintf("URI template listed %d times", tmplCount[t.URITemplate])})
-				continue
-			}
-			ut, err := uritemplate.New(t.URITemplate)
-			if err != nil {
-				v.Problems = append(v.Problems, Problem{l.Upstream, "template", t.URITemplate, "invalid URI template: " + err.Error()})
-				continue
-			}
-			tt := *t
-			tt.match = ut.Regexp()
-			v.Templates = append(v.Templates, &tt)
-		}
-	}
+	v.buildResources(listings, prefixed)
 	v.ToolsCache = Merge(toolCaches...)
 	v.PromptsCache = Merge(promptCaches...)
 	v.ResourcesCache = Merge(resourceCaches...)
@@ -355,39 +331,6 @@ func (v *View) Tool(name string) (*Tool, bool) {
 func (v *View) Prompt(name string) (*Prompt, bool) {
 	p, ok := v.prompts[name]
 	return p, ok
-}
-
-// ResourceUpstream returns the upstream that serves uri: the one that
-// listed it, or else the first whose template matches it.
-func (v *View) ResourceUpstream(uri string) (string, bool) {
-	if r, ok := v.resources[uri]; ok {
-		return r.Upstream, true
-	}
-	if t, ok := v.MatchTemplate(uri); ok {
-		return t.Upstream, true
-	}
-	return "", false
-}
-
-// MatchTemplate returns the first exposed template that matches uri.
-func (v *View) MatchTemplate(uri string) (*Template, bool) {
-	for _, t := range v.Templates {
-		if t.match != nil && t.match.MatchString(uri) {
-			return t, true
-		}
-	}
-	return nil, false
-}
-
-// TemplateByPattern returns the exposed template whose URI template is
-// exactly pattern (as completion/complete names it).
-func (v *View) TemplateByPattern(pattern string) (*Template, bool) {
-	for _, t := range v.Templates {
-		if t.URITemplate == pattern {
-			return t, true
-		}
-	}
-	return nil, false
 }
 
 // RemoveTool drops an exposed tool from v, for a caller that finds it

@@ -2,7 +2,9 @@ package catalog
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -103,31 +105,110 @@ func TestFilters(t *testing.T) {
 
 func TestResources(t *testing.T) {
 	v := Build([]*Listing{
-		{Upstream: "a", Resources: []*Resource{{Upstream: "a", URI: "file:///x"}, {Upstream: "a", URI: "test://dup"}},
-			Templates: []*Template{{Upstream: "a", URITemplate: "test://template/{id}/data"}}},
-		{Upstream: "b", Resources: []*Resource{{Upstream: "b", URI: "test://dup"}},
-			Templates: []*Template{{Upstream: "b", URITemplate: "test://{any}"}, {Upstream: "b", URITemplate: "bad://{"}}},
+		{Upstream: "a", Resources: []*Resource{{Upstream: "a", URI: "file:///x"}, {Upstream: "a", URI: "test://dup"}, {Upstream: "a", URI: "file:///x"}, {Upstream: "a", URI: "tie://"}, {Upstream: "a", URI: "own://1"}},
+			Templates: []*Template{{Upstream: "a", URITemplate: "test://template/{id}/data"}, {Upstream: "a", URITemplate: "file:///home/{name}"}}},
+		{Upstream: "b", Resources: []*Resource{{Upstream: "b", URI: "test://dup"}, {Upstream: "b", URI: "file:///home/secret"}, {Upstream: "b", URI: "preflight:a/file:///x"}},
+			Templates: []*Template{{Upstream: "b", URITemplate: "test://{any}"}, {Upstream: "b", URITemplate: "bad://{"}, {Upstream: "b", URITemplate: "mem://{id}"}, {Upstream: "b", URITemplate: "tie://{x}"}}},
+		{Upstream: "c", Templates: []*Template{{Upstream: "c", URITemplate: "own://{n}"}, {Upstream: "c", URITemplate: "own://{n}/x"}}},
+		{Upstream: "d", Resources: []*Resource{{Upstream: "d", URI: "solo://1"}}, Templates: []*Template{{Upstream: "d", URITemplate: "solo://{n}"}, {Upstream: "d", URITemplate: "solo://{n}/x"}}},
 	}, true)
-	for uri, want := range map[string]string{
-		"file:///x":               "a",
-		"test://template/42/data": "a", // a's template comes first
-		"test://other":            "b",
-		"test://dup":              "b", // no longer listed, but b's template matches
+	exposed := map[string]string{}
+	for _, r := range v.Resources {
+		exposed[r.Upstream+" "+r.URI] = r.Exposed
+	}
+	for _, tm := range v.Templates {
+		exposed[tm.Upstream+" "+tm.URITemplate] = tm.Exposed
+	}
+	for item, want := range map[string]string{
+		"a file:///x":                 "file:///x", // nobody else claims it
+		"a test://dup":                "preflight:a/test://dup",
+		"b test://dup":                "preflight:b/test://dup",
+		"b file:///home/secret":       "preflight:b/file:///home/secret", // a's template matches it
+		"a file:///home/{name}":       "preflight:a/file:///home/{name}",
+		"b preflight:a/file:///x":     "preflight:b/preflight:a/file:///x",     // looks namespaced
+		"a test://template/{id}/data": "preflight:a/test://template/{id}/data", // may overlap b's test://{any}
+		"b test://{any}":              "preflight:b/test://{any}",
+		"b mem://{id}":                "mem://{id}",
+		"a tie://":                    "preflight:a/tie://", // a template's very beginning
+		"b tie://{x}":                 "preflight:b/tie://{x}",
+		"a own://1":                   "preflight:a/own://1",
+		"c own://{n}":                 "preflight:c/own://{n}",
+		"c own://{n}/x":               "preflight:c/own://{n}/x", // overlaps a's URI as far as its beginning tells
+		"d solo://1":                  "solo://1",                // its own template's match claims nothing
+		"d solo://{n}":                "solo://{n}",
+		"d solo://{n}/x":              "solo://{n}/x",
 	} {
-		if got, ok := v.ResourceUpstream(uri); !ok || got != want {
-			t.Errorf("ResourceUpstream(%q) = %q, %v; want %q", uri, got, ok, want)
+		if got := exposed[item]; got != want {
+			t.Errorf("%s exposed as %q, want %q", item, got, want)
 		}
 	}
-	if _, ok := v.ResourceUpstream("nope://x"); ok {
-		t.Error("an unknown URI routes")
+	for uri, want := range map[string]string{
+		"file:///x":                           "a file:///x",
+		"test://template/42/data":             "a test://template/42/data", // b's {any} stops at /
+		"test://other":                        "b test://other",
+		"mem://7":                             "b mem://7",
+		"preflight:a/test://dup":              "a test://dup",
+		"preflight:b/test://dup":              "b test://dup",
+		"preflight:a/file:///home/secret":     "a file:///home/secret",
+		"preflight:b/file:///home/secret":     "b file:///home/secret",
+		"preflight:b/preflight:a/file:///x":   "b preflight:a/file:///x",
+		"preflight:a/test://template/42/data": "a test://template/42/data",
+		"preflight:a/file:///x":               "a file:///x",
+	} {
+		if up, target, err := v.Resource(uri); err != nil || up+" "+target != want {
+			t.Errorf("Resource(%q) = %q, %q, %v; want %s", uri, up, target, err, want)
+		}
+	}
+	for _, uri := range []string{"nope://x", "preflight:b/test://template/42/data", "preflight:a/test://other", "preflight:c/file:///x", "preflight:"} {
+		if _, _, err := v.Resource(uri); err != ErrUnknownResource {
+			t.Errorf("Resource(%q): %v, want ErrUnknownResource", uri, err)
+		}
+	}
+	for uri, forms := range map[string][]string{
+		"test://dup":          {"preflight:a/test://dup", "preflight:b/test://dup"},
+		"file:///home/secret": {"preflight:a/file:///home/secret", "preflight:b/file:///home/secret"},
+	} {
+		_, _, err := v.Resource(uri)
+		var amb *AmbiguousURIError
+		if !errors.As(err, &amb) || !slices.Equal(amb.Forms, forms) {
+			t.Errorf("Resource(%q): %v, want the forms %q", uri, err, forms)
+		}
+	}
+	if got := v.ClientURIs("b", "file:///home/secret"); !slices.Equal(got, []string{"preflight:b/file:///home/secret"}) {
+		t.Errorf("ClientURIs of an ambiguous URI = %q", got)
+	}
+	if got := v.ClientURIs("b", "mem://7"); !slices.Equal(got, []string{"preflight:b/mem://7", "mem://7"}) {
+		t.Errorf("ClientURIs of b's own URI = %q", got)
+	}
+	for pattern, want := range map[string]string{
+		"preflight:a/file:///home/{name}": "a",
+		"file:///home/{name}":             "a", // only a lists it
+		"mem://{id}":                      "b",
+		"preflight:b/mem://{id}":          "b",
+	} {
+		if tm, ok := v.TemplateRef(pattern); !ok || tm.Upstream != want {
+			t.Errorf("TemplateRef(%q) = %v, %v; want %s", pattern, tm, ok, want)
+		}
+	}
+	if _, ok := v.TemplateRef("preflight:b/file:///home/{name}"); ok {
+		t.Error("a template is found under another upstream's namespace")
 	}
 	var kinds []string
 	for _, p := range v.Problems {
-		kinds = append(kinds, p.Kind+":"+p.Name)
+		kinds = append(kinds, p.Kind+":"+p.Upstream+":"+p.Name)
 	}
 	slices.Sort(kinds)
-	if want := []string{"resource:test://dup", "resource:test://dup", "template:bad://{"}; !slices.Equal(kinds, want) {
+	if want := []string{"resource:a:file:///x", "template:b:bad://{"}; !slices.Equal(kinds, want) {
 		t.Errorf("problems = %v, want %v", kinds, want)
+	}
+
+	// With one upstream nothing is renamed or read as namespaced.
+	one := Build([]*Listing{{Upstream: "a", Resources: []*Resource{{Upstream: "a", URI: "preflight:a/x"}}}}, false)
+	if one.Resources[0].Exposed != "preflight:a/x" {
+		t.Errorf("one upstream: exposed as %q", one.Resources[0].Exposed)
+	}
+	if up, target, err := one.Resource("preflight:a/x"); err != nil || up != "a" || target != "preflight:a/x" {
+		t.Errorf("one upstream: Resource = %q, %q, %v", up, target, err)
 	}
 }
 
@@ -159,5 +240,21 @@ func TestValidName(t *testing.T) {
 		if err := ValidName(name); (err == nil) != ok {
 			t.Errorf("ValidName(%q) = %v, want ok=%v", name, err, ok)
 		}
+	}
+}
+
+// BenchmarkBuildURIs builds the resources of two upstreams at the list
+// bound, one with 10,000 URIs, the other with 10,000 templates whose
+// beginnings are not those URIs'.
+func BenchmarkBuildURIs(b *testing.B) {
+	var rs []*Resource
+	var ts []*Template
+	for i := range 10000 {
+		rs = append(rs, &Resource{Upstream: "a", URI: "file:///dir/" + strconv.Itoa(i) + "/file.txt"})
+		ts = append(ts, &Template{Upstream: "b", URITemplate: "file:///dir/" + strconv.Itoa(i) + "x/{p}"})
+	}
+	listings := []*Listing{{Upstream: "a", Resources: rs}, {Upstream: "b", Templates: ts}}
+	for b.Loop() {
+		Build(listings, true)
 	}
 }

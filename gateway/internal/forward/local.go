@@ -41,8 +41,11 @@ func (h *complete) Serve(ctx context.Context, c *call.Call) (json.RawMessage, er
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion/complete: params must have a ref and an argument"}
 	}
 	ref := *p.Ref
-	if ref.Type == "ref/prompt" {
+	switch ref.Type {
+	case "ref/prompt":
 		ref.Name = c.Target
+	case "ref/resource":
+		ref.URI = c.Target
 	}
 	p.Ref = &ref
 	m, err := meta(c)

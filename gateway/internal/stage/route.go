@@ -3,6 +3,7 @@ package stage
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -23,9 +24,9 @@ type Directory interface {
 
 // Route finds the upstream of the call's tool, prompt, resource or
 // completion reference and its name there. An unknown tool or prompt is
-// -32602 and an unknown resource -32002, as the SDK answers them, before
-// any upstream is involved. An answer is routed already (to the upstream
-// that asked).
+// -32602 and an unknown resource -32002, as the SDK answers them, and a
+// URI several upstreams serve -32602, before any upstream is involved. An
+// answer is routed already (to the upstream that asked).
 type Route struct {
 	Dir Directory
 }
@@ -54,11 +55,11 @@ func (r *Route) Serve(ctx context.Context, c *call.Call, next call.Handler) (jso
 		}
 		c.Target, up = p.Name, p.Upstream
 	case call.ResourcesRead, call.Subscribe, call.Unsubscribe:
-		u, ok := v.ResourceUpstream(c.Name)
-		if !ok {
-			return nil, mcp.ResourceNotFoundError(clip(c.Name))
+		u, target, err := resourceRoute(v, c.Name)
+		if err != nil {
+			return nil, err
 		}
-		c.Target, up = c.Name, u
+		c.Target, up = target, u
 	case call.Complete:
 		target, u, err := completionRoute(v, c)
 		if err != nil {
@@ -98,15 +99,33 @@ func completionRoute(v *catalog.View, c *call.Call) (target, up string, err erro
 		}
 		return pr.Name, pr.Upstream, nil
 	case "ref/resource":
-		if t, ok := v.TemplateByPattern(p.Ref.URI); ok {
-			return p.Ref.URI, t.Upstream, nil
+		if t, ok := v.TemplateRef(p.Ref.URI); ok {
+			return t.URITemplate, t.Upstream, nil
 		}
-		if u, ok := v.ResourceUpstream(p.Ref.URI); ok {
-			return p.Ref.URI, u, nil
+		u, target, err := v.Resource(p.Ref.URI)
+		if errors.Is(err, catalog.ErrUnknownResource) {
+			return "", "", invalidParams("unknown resource %q", clip(p.Ref.URI))
+		} else if err != nil {
+			return "", "", invalidParams("%s", err)
 		}
-		return "", "", invalidParams("unknown resource %q", clip(p.Ref.URI))
+		return target, u, nil
 	}
 	return "", "", invalidParams("unknown reference type %q", clip(p.Ref.Type))
+}
+
+// resourceRoute finds the upstream of a URI as a client names it and the
+// URI there: an unknown URI is -32002, one that several upstreams serve
+// -32602 naming the forms that reach each.
+func resourceRoute(v *catalog.View, uri string) (up, target string, err error) {
+	up, target, err = v.Resource(uri)
+	var amb *catalog.AmbiguousURIError
+	switch {
+	case errors.As(err, &amb):
+		return "", "", invalidParams("%s", amb.Error())
+	case err != nil:
+		return "", "", mcp.ResourceNotFoundError(clip(uri))
+	}
+	return up, target, nil
 }
 
 func invalidParams(format string, args ...any) error {

@@ -70,7 +70,7 @@ type Options struct {
 	OnListChanged func(c *Conn, kinds ListKinds)
 	// OnResourceUpdated is called when the upstream reports a subscribed
 	// resource as updated. It must not block for long.
-	OnResourceUpdated func(ctx context.Context, p *mcp.ResourceUpdatedNotificationParams)
+	OnResourceUpdated func(ctx context.Context, c *Conn, p *mcp.ResourceUpdatedNotificationParams)
 	// MaxInflight bounds the calls running at once on this upstream;
 	// further calls fail at once. Zero means DefaultMaxInflight.
 	MaxInflight int
@@ -547,7 +547,7 @@ func (c *Conn) newClient() *mcp.Client {
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.relistSoon(ListResources) },
 		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 			if f := c.opts.OnResourceUpdated; f != nil && req.Params != nil {
-				f(ctx, req.Params)
+				f(ctx, c, req.Params)
 			}
 		},
 		LoggingMessageHandler:       c.onLog,
