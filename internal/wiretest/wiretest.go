@@ -45,6 +45,8 @@ type Peer struct {
 	// Capabilities are the client capabilities declared (per request, or
 	// in initialize).
 	Capabilities map[string]any
+	// Header is sent with every request (an Authorization, say).
+	Header http.Header
 
 	session string
 	nextID  atomic.Int64
@@ -121,6 +123,7 @@ func (p *Peer) PostRaw(t testing.TB, body []byte) (int, *Response) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	maps.Copy(req.Header, p.Header)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if p.stateless() || p.ready {
@@ -205,6 +208,7 @@ func (p *Peer) Close() {
 		return
 	}
 	req, _ := http.NewRequest(http.MethodDelete, p.URL, nil)
+	maps.Copy(req.Header, p.Header)
 	req.Header.Set("Mcp-Session-Id", p.session)
 	req.Header.Set("MCP-Protocol-Version", p.Version)
 	if resp, err := http.DefaultClient.Do(req); err == nil {
