@@ -105,8 +105,11 @@ type Call struct {
 	Outcome string
 
 	// Set by redact: what was removed from the result (kinds and counts,
-	// never values); nil when nothing was.
-	Redaction *Redaction
+	// never values); nil when nothing was. Unredacted is the result as the
+	// upstream sent it, whose values flow remembers: a value redacted
+	// from what the client got may still reach it by another way.
+	Redaction  *Redaction
+	Unredacted json.RawMessage
 
 	// Audited is set once the call has an audit record, so that it gets
 	// exactly one.

@@ -35,7 +35,8 @@ const (
 // session), or from any upstream when the call's effect is external; the
 // decide stage after it confirms or denies such a call. After a tools/call,
 // resources/read or prompts/get comes back, it records the result's values
-// (package flow), as the client gets them: it sits outside redact.
+// (package flow) as the upstream sent them (c.Unredacted), redacted ones
+// included, at the sensitivity redact found: it sits outside redact.
 type Flow struct {
 	Tracker *flow.Tracker
 	// Servers are the upstreams' modes; one not named is FlowOn.
@@ -82,7 +83,11 @@ func (s *Flow) Serve(ctx context.Context, c *call.Call, next call.Handler) (json
 	if c.Redaction != nil && c.Redaction.Sensitivity.Rank() > level.Rank() {
 		level = c.Redaction.Sensitivity
 	}
-	if err := s.Tracker.Record(ctx, scope, state.FlowSource{Upstream: c.Upstream.Name(), Tool: from, Call: n}, res, level); err != nil {
+	seen := res
+	if c.Unredacted != nil {
+		seen = c.Unredacted
+	}
+	if err := s.Tracker.Record(ctx, scope, state.FlowSource{Upstream: c.Upstream.Name(), Tool: from, Call: n}, seen, level); err != nil {
 		logger.WarnContext(ctx, "flows: recording a result", "from", clip(from), "err", err)
 	}
 	return res, nil

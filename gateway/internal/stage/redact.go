@@ -56,6 +56,7 @@ func (s *Redact) Serve(ctx context.Context, c *call.Call, next call.Handler) (js
 		defer func() { c.Client = orig }()
 	}
 	res, err := next.Serve(ctx, c)
+	c.Unredacted = res
 	if err != nil {
 		rep, out := redactError(s.Redactor, level, err)
 		note(ctx, c, rep, logger)
