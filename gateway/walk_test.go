@@ -84,7 +84,7 @@ metrics: {enabled: true}
 		}
 	})
 	outer := []string{"log", "metrics", "route", "hold"}
-	read := []string{"log", "metrics", "route", "hold", "flow"}
+	read := []string{"log", "metrics", "route", "hold", "flow", "redact"}
 	all := map[string][]string{
 		call.ToolsCall:     {"log", "metrics", "route", "hold", "audit.refused", "disclose", "pin", "resolve", "flow", "decide", "ask", "approve", "confirmed", "audit", "redact"},
 		call.ToolsResolve:  {"log", "metrics", "route", "hold", "pin", "resolve"},

@@ -199,6 +199,8 @@ func newFixtureReplay(t *testing.T, era string, fixtures []behaviorFixture) *fix
 		}
 	}
 	cfg.WriteString(interceptorsPolicy)
+	// Pins of its own, not the default store other tests expect absent.
+	fmt.Fprintf(&cfg, "pins:\n  path: %q\n", filepath.Join(t.TempDir(), "pins.db"))
 	path := filepath.Join(t.TempDir(), "preflight.yaml")
 	writeFile(t, path, cfg.String())
 	r.url, _, _, _ = runServe(t, "-config", path, "-http", "127.0.0.1:0")

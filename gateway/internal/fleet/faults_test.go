@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/preflightmcp/preflight/gateway/internal/audit"
 	"github.com/preflightmcp/preflight/gateway/internal/fleet"
@@ -75,7 +76,16 @@ func TestStoresAway(t *testing.T) {
 		for _, rep := range f.Replicas {
 			d := &fleet.Client{URL: rep.URL, Version: fleet.Modern}
 			for name, answer := range map[string]map[string]any{"used": used, "pending": pending} {
-				if r := call(t, d, "tools/call", answer); r.Error == nil || r.Error.Code != -32602 {
+				// Until the replica's Redis client dials again (it retries
+				// each second once dials failed), the answer fails closed
+				// as unavailable; then it is refused as stale.
+				r := call(t, d, "tools/call", answer)
+				for deadline := time.Now().Add(30 * time.Second); r.Error != nil && r.Error.Code == -32603 &&
+					strings.Contains(r.Error.Message, "unavailable") && time.Now().Before(deadline); {
+					time.Sleep(100 * time.Millisecond)
+					r = call(t, d, "tools/call", answer)
+				}
+				if r.Error == nil || r.Error.Code != -32602 {
 					t.Errorf("%s took the %s answer from before the restart: %s", rep.Name, name, r.Raw)
 				}
 			}

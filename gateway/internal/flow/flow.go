@@ -150,6 +150,20 @@ func (t *Tracker) Check(ctx context.Context, scope string, args map[string]any) 
 	return t.flows.Find(ctx, scope, fps)
 }
 
+// CarriesTokens reports whether the string values of args hold a candidate
+// value ([Tokens]): with the store unavailable, only such a call may send on
+// a value read elsewhere.
+func CarriesTokens(args map[string]any) bool {
+	found := false
+	for _, s := range stringsIn(args) {
+		Tokens(s, func(string) { found = true })
+		if found {
+			return true
+		}
+	}
+	return false
+}
+
 // Record remembers the values of result (a JSON result of any method) as
 // read in scope from src: the secrets found in it, and every candidate
 // value when level, its sensitivity, is at or above the tracker's.
