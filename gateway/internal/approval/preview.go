@@ -126,7 +126,7 @@ func Show(args json.RawMessage, matter, sensitive []string, maxBytes int) ([]Arg
 	}
 	out := render(order(members, matter), sensitive, math.MaxInt)
 	if !withholdSecrets(out) {
-		return nil, &NotShowableError{Why: "its arguments could not be checked for secrets"}
+		return nil, &NotShowableError{Why: "its arguments could not be checked for secrets, or hold text a secret detector matched that has no secret's form"}
 	}
 	cleanAll(out, math.MaxInt, math.MaxInt)
 	return out, nil

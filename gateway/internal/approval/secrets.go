@@ -24,6 +24,18 @@ func withholdSecrets(args []Arg) bool {
 	for _, a := range args {
 		blocks = append(blocks, &mcp.TextContent{Text: a.Name}, &mcp.TextContent{Text: a.Value})
 	}
+	// A detector's match that is no secret's form (a private-key rule
+	// spanning a command) would hide what runs: such arguments are not
+	// shown, so not approvable.
+	found, ok := r.Find(&mcp.CallToolResult{Content: blocks})
+	if !ok {
+		return false
+	}
+	for v := range found {
+		if !redact.Plausible(v) {
+			return false
+		}
+	}
 	res, rep := r.Result(&mcp.CallToolResult{Content: blocks}, hints.SensitivityPublic)
 	if rep.Withheld || res == nil || len(res.Content) != len(blocks) {
 		return false

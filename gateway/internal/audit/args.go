@@ -125,7 +125,9 @@ func redactSecrets(v *any) bool {
 	// Longest first, so that a value holding another is replaced whole.
 	values := make([]string, 0, len(found))
 	for value := range found {
-		values = append(values, value)
+		if redact.Plausible(value) { // else a match that spans a command: kept, as it ran
+			values = append(values, value)
+		}
 	}
 	slices.SortFunc(values, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
 	pairs := make([]string, 0, 2*len(values))
@@ -137,7 +139,8 @@ func redactSecrets(v *any) bool {
 	return true
 }
 
-// walkStrings calls f with each string value in *v, within maxArgsDepth.
+// walkStrings calls f with each string in *v, object keys included,
+// within maxArgsDepth.
 func walkStrings(v *any, depth int, f func(*string)) {
 	if depth > maxArgsDepth {
 		return
@@ -147,9 +150,19 @@ func walkStrings(v *any, depth int, f func(*string)) {
 		f(&e)
 		*v = e
 	case map[string]any:
-		for k, x := range e {
+		keys := make([]string, 0, len(e))
+		for k := range e {
+			keys = append(keys, k)
+		}
+		for _, k := range keys {
+			x := e[k]
 			walkStrings(&x, depth+1, f)
-			e[k] = x
+			nk := k
+			f(&nk)
+			if nk != k {
+				delete(e, k)
+			}
+			e[nk] = x
 		}
 	case []any:
 		for i := range e {

@@ -35,7 +35,7 @@ func BenchmarkTracker(b *testing.B) {
 	})
 	b.Run("check", func(b *testing.B) {
 		for b.Loop() {
-			if _, _, err := tr.Check(ctx, "p", args); err != nil {
+			if _, _, err := tr.Check(ctx, "p", args, ""); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -127,9 +127,21 @@ func (t *Tracker) Tick(ctx context.Context, scope string) (int64, error) {
 	return t.flows.Tick(ctx, scope, t.ttl)
 }
 
+// ErrTooMany: the arguments hold more strings or bytes than are looked
+// up, so they cannot be cleared.
+var ErrTooMany = errors.New("flow: the arguments hold more strings than the gateway looks up")
+
+// maxLookups bounds the lookups one at a time that Check makes when the
+// first value found came from the upstream whose values do not count.
+const maxLookups = 512
+
 // Check returns where a value the arguments carry was read in scope, if
-// one was: any string of args, whole or any of its tokens.
-func (t *Tracker) Check(ctx context.Context, scope string, args map[string]any) (state.FlowSource, bool, error) {
+// one was: any string of args, whole, any of its tokens, or any piece of
+// a token split at "/ . - + ~" (a key inside a URL or a name). Values read
+// from skip (the destination, for write-back) do not count: another value
+// found with them still does. Arguments too large to look up whole are
+// ErrTooMany.
+func (t *Tracker) Check(ctx context.Context, scope string, args map[string]any, skip string) (state.FlowSource, bool, error) {
 	seen := map[string]bool{}
 	var fps []string
 	add := func(v string) {
@@ -138,16 +150,57 @@ func (t *Tracker) Check(ctx context.Context, scope string, args map[string]any) 
 			fps = append(fps, fp)
 		}
 	}
-	for _, s := range stringsIn(args) {
+	addToken := func(v string) {
+		add(v)
+		pieces(v, add)
+	}
+	values, complete := stringsIn(args)
+	for _, s := range values {
 		if w := strings.TrimSpace(s); len(w) >= MinWhole {
 			add(w)
 		}
-		Tokens(s, add)
+		Tokens(s, addToken)
+	}
+	if !complete {
+		return state.FlowSource{}, false, ErrTooMany
 	}
 	if len(fps) == 0 {
 		return state.FlowSource{}, false, nil
 	}
-	return t.flows.Find(ctx, scope, fps)
+	src, ok, err := t.flows.Find(ctx, scope, fps)
+	if err != nil || !ok || skip == "" || src.Upstream != skip {
+		return src, ok, err
+	}
+	// The first value found was read from skip: look for another.
+	if len(fps) > maxLookups {
+		return state.FlowSource{}, false, ErrTooMany
+	}
+	for _, fp := range fps {
+		src, ok, err := t.flows.Find(ctx, scope, []string{fp})
+		if err != nil {
+			return src, false, err
+		}
+		if ok && src.Upstream != skip {
+			return src, true, nil
+		}
+	}
+	return state.FlowSource{}, false, nil
+}
+
+// pieces calls emit with each candidate piece of token split at the
+// characters a key sits between inside a URL, a host name or a name.
+func pieces(token string, emit func(string)) {
+	split := strings.FieldsFunc(token, func(r rune) bool {
+		return r == '/' || r == '.' || r == '-' || r == '+' || r == '~'
+	})
+	if len(split) < 2 {
+		return
+	}
+	for _, p := range split {
+		if Candidate(p) {
+			emit(p)
+		}
+	}
 }
 
 // CarriesTokens reports whether the string values of args hold a candidate
@@ -155,7 +208,11 @@ func (t *Tracker) Check(ctx context.Context, scope string, args map[string]any) 
 // a value read elsewhere.
 func CarriesTokens(args map[string]any) bool {
 	found := false
-	for _, s := range stringsIn(args) {
+	values, complete := stringsIn(args)
+	if !complete {
+		return true
+	}
+	for _, s := range values {
 		Tokens(s, func(string) { found = true })
 		if found {
 			return true
@@ -174,8 +231,12 @@ func (t *Tracker) Record(ctx context.Context, scope string, src state.FlowSource
 	}
 	seen := map[string]bool{}
 	var fps []string
+	// One result adds at most an eighth of a scope's values, so that no
+	// result flushes what earlier ones left (a hostile upstream's
+	// thousands of fakes).
+	limit := max(t.max/8, 1)
 	add := func(v string) {
-		if len(fps) >= t.max {
+		if len(fps) >= limit {
 			return
 		}
 		if fp := t.fingerprint(v); !seen[fp] {
@@ -187,14 +248,14 @@ func (t *Tracker) Record(ctx context.Context, scope string, src state.FlowSource
 	for i, s := range texts {
 		blocks[i] = &mcp.TextContent{Text: s}
 	}
-	// Secrets first, so that a bound reached keeps them.
-	if found, ok := t.scanner.Find(&mcp.CallToolResult{Content: blocks}); ok {
-		for v := range found {
-			add(strings.TrimSpace(v))
-			Tokens(v, add)
-		}
+	// Secrets first, so that a bound reached keeps them. A result too
+	// large for the detectors has every candidate recorded instead.
+	found, scanned := t.scanner.Find(&mcp.CallToolResult{Content: blocks})
+	for v := range found {
+		add(strings.TrimSpace(v))
+		Tokens(v, add)
 	}
-	if level.Rank() >= 0 && level.Rank() >= t.sensitivity.Rank() {
+	if !scanned || level.Rank() >= 0 && level.Rank() >= t.sensitivity.Rank() {
 		for _, s := range texts {
 			Tokens(s, add)
 		}
@@ -222,17 +283,20 @@ func resultStrings(result json.RawMessage) []string {
 	if m, ok := v.(map[string]any); ok {
 		delete(m, "_meta")
 	}
-	return stringsIn(v)
+	out, _ := stringsIn(v)
+	return out
 }
 
 // stringsIn returns the string values in v, depth first, at most
 // maxStrings of at most maxBytes in all.
-func stringsIn(v any) []string {
+func stringsIn(v any) ([]string, bool) {
 	var out []string
 	size := 0
+	complete := true
 	var walk func(v any)
 	walk = func(v any) {
 		if len(out) >= maxStrings || size >= maxBytes {
+			complete = false
 			return
 		}
 		switch v := v.(type) {
@@ -250,5 +314,5 @@ func stringsIn(v any) []string {
 		}
 	}
 	walk(v)
-	return out
+	return out, complete
 }

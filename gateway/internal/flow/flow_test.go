@@ -3,6 +3,9 @@ package flow_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/preflightmcp/preflight/gateway/internal/flow"
@@ -50,7 +53,7 @@ func TestTracker(t *testing.T) {
 	}
 	check := func(scope string, args map[string]any) bool {
 		t.Helper()
-		got, ok, err := tr.Check(ctx, scope, args)
+		got, ok, err := tr.Check(ctx, scope, args, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,10 +103,59 @@ func TestTrackerKeyed(t *testing.T) {
 	if err := a.Record(ctx, "p", src, result(stripeKey), hints.SensitivityRestricted); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, _ := b.Check(ctx, "p", map[string]any{"k": stripeKey}); !ok {
+	if _, ok, _ := b.Check(ctx, "p", map[string]any{"k": stripeKey}, ""); !ok {
 		t.Error("a replica with the same secret did not find the value")
 	}
-	if _, ok, _ := c.Check(ctx, "p", map[string]any{"k": stripeKey}); ok {
+	if _, ok, _ := c.Check(ctx, "p", map[string]any{"k": stripeKey}, ""); ok {
 		t.Error("a tracker with another secret found the value")
+	}
+}
+
+// TestCheckBypasses: a value read elsewhere is found inside a URL or a
+// name; a value of the destination's own does not hide another's; too many
+// strings to look up are an error; one result cannot flush a scope.
+func TestCheckBypasses(t *testing.T) {
+	tr := newTracker(t, flow.Options{Max: 64})
+	ctx := context.Background()
+	scope := flow.Scope("alice", "")
+	fs := state.FlowSource{Upstream: "fs", Tool: "fs__read_text_file", Call: 1}
+	evil := state.FlowSource{Upstream: "evil", Tool: "evil__fetch", Call: 2}
+	if err := tr.Record(ctx, scope, fs, result("GITHUB_TOKEN="+githubPAT), hints.SensitivityPublic); err != nil {
+		t.Fatal(err)
+	}
+	for _, arg := range []string{"https://evil.example/c/" + githubPAT, "https://" + githubPAT + ".evil.example/", "x-" + githubPAT} {
+		if got, ok, err := tr.Check(ctx, scope, map[string]any{"url": arg}, ""); err != nil || !ok || got != fs {
+			t.Errorf("%s: %+v %v %v", arg, got, ok, err)
+		}
+	}
+	// evil's own value beside fs's secret, sent to evil: fs's counts.
+	if err := tr.Record(ctx, scope, evil, result("session=Zm9vYmFyYmF6cXV4777"), hints.SensitivityRestricted); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := tr.Check(ctx, scope, map[string]any{"q": "Zm9vYmFyYmF6cXV4777 " + githubPAT}, "evil"); err != nil || !ok || got != fs {
+		t.Errorf("write-back masking: %+v %v %v", got, ok, err)
+	}
+	if _, ok, err := tr.Check(ctx, scope, map[string]any{"q": "Zm9vYmFyYmF6cXV4777"}, "evil"); err != nil || ok {
+		t.Errorf("write-back alone: %v %v", ok, err)
+	}
+	// Too many strings to look up.
+	many := make([]any, 20000)
+	for i := range many {
+		many[i] = ""
+	}
+	many = append(many, githubPAT)
+	if _, _, err := tr.Check(ctx, scope, map[string]any{"rows": many}, ""); !errors.Is(err, flow.ErrTooMany) {
+		t.Errorf("many strings: %v", err)
+	}
+	// A flood of fakes from one result keeps the secret.
+	var flood strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&flood, "k%d=Zm9vYmFy%08dYmF6\n", i, i)
+	}
+	if err := tr.Record(ctx, scope, evil, result(flood.String()), hints.SensitivityRestricted); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := tr.Check(ctx, scope, map[string]any{"q": githubPAT}, ""); err != nil || !ok {
+		t.Errorf("after a flood: %v %v", ok, err)
 	}
 }

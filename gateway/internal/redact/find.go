@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -36,4 +37,16 @@ func (r *Redactor) Find(res *mcp.CallToolResult) (map[string]string, bool) {
 	}
 	dropCovered(values)
 	return values, true
+}
+
+// maxPlausible bounds the length of a value that can be a secret.
+const maxPlausible = 16 << 10
+
+// Plausible reports whether a value a detector found has a secret's form:
+// at most 16 KiB, without the characters commands and code are made of
+// (quotes, semicolons, pipes, dollars, brackets). A rule that spans
+// arbitrary text (a private key's "BEGIN ... KEY-----") may otherwise find
+// a command, and whoever shows it as [REDACTED] would hide what runs.
+func Plausible(value string) bool {
+	return len(value) <= maxPlausible && !strings.ContainsAny(value, ";|&$<>`'\"(){}!*\\")
 }

@@ -3,6 +3,7 @@ package stage
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -75,7 +76,7 @@ func (s *Flow) Serve(ctx context.Context, c *call.Call, next call.Handler) (json
 	if err != nil || res == nil || call.IsInputRequired(res) {
 		return res, err
 	}
-	from := c.Name
+	from := clip(c.Name) // a resource's URI is the client's
 	if c.Tool != nil {
 		from = c.Tool.Exposed
 	}
@@ -104,7 +105,15 @@ func (s *Flow) check(ctx context.Context, c *call.Call, scope string, n int64, l
 	if err != nil {
 		return nil // decide and the upstream refuse them
 	}
-	src, found, err := s.Tracker.Check(ctx, scope, args)
+	external := effective(c).Effect.Value == hints.EffectExternal
+	skip := dest // written back where it came from
+	if mode == FlowStrict || external {
+		skip = ""
+	}
+	src, found, err := s.Tracker.Check(ctx, scope, args, skip)
+	if errors.Is(err, flow.ErrTooMany) {
+		return &call.Flow{Reason: "the arguments hold more strings than the gateway checks for values read by other calls"}
+	}
 	if err != nil {
 		logger.WarnContext(ctx, "flows: looking up the arguments", "tool", c.Tool.Exposed, "err", err)
 		if !flow.CarriesTokens(args) {
@@ -114,10 +123,6 @@ func (s *Flow) check(ctx context.Context, c *call.Call, scope string, n int64, l
 	}
 	if !found {
 		return nil
-	}
-	external := effective(c).Effect.Value == hints.EffectExternal
-	if src.Upstream == dest && mode != FlowStrict && !external {
-		return nil // written back where it came from
 	}
 	f := &call.Flow{From: src.Tool, Upstream: src.Upstream, CallsAgo: max(n-src.Call, 0)}
 	f.Reason = fmt.Sprintf("the call sends a value read from %s %s to %s", src.Tool, ago(f.CallsAgo), c.Tool.Exposed)
