@@ -83,30 +83,23 @@ func rewriteExtras(b mcp.Content, repl *valueReplacer) mcp.Content {
 	m, a := blockExtras(b)
 	nm, mch := rewriteMeta(m, repl)
 	na, ach := rewriteAnnotations(a, repl)
+	set := func(meta *mcp.Meta, ann **mcp.Annotations) { *meta, *ann = nm, na }
 	switch b := b.(type) {
 	case *mcp.TextContent:
 		if mch || ach {
-			c := *b
-			c.Meta, c.Annotations = nm, na
-			return &c
+			return edited(b, func(c *mcp.TextContent) { set(&c.Meta, &c.Annotations) })
 		}
 	case *mcp.ImageContent:
 		if mch || ach {
-			c := *b
-			c.Meta, c.Annotations = nm, na
-			return &c
+			return edited(b, func(c *mcp.ImageContent) { set(&c.Meta, &c.Annotations) })
 		}
 	case *mcp.AudioContent:
 		if mch || ach {
-			c := *b
-			c.Meta, c.Annotations = nm, na
-			return &c
+			return edited(b, func(c *mcp.AudioContent) { set(&c.Meta, &c.Annotations) })
 		}
 	case *mcp.ResourceLink:
 		if mch || ach {
-			c := *b
-			c.Meta, c.Annotations = nm, na
-			return &c
+			return edited(b, func(c *mcp.ResourceLink) { set(&c.Meta, &c.Annotations) })
 		}
 	case *mcp.EmbeddedResource:
 		var rm mcp.Meta
@@ -126,16 +119,19 @@ func rewriteExtras(b mcp.Content, repl *valueReplacer) mcp.Content {
 		}
 	case *mcp.ToolUseContent:
 		if mch {
-			c := *b
-			c.Meta = nm
-			return &c
+			return edited(b, func(c *mcp.ToolUseContent) { c.Meta = nm })
 		}
 	case *mcp.ToolResultContent:
 		if mch {
-			c := *b
-			c.Meta = nm
-			return &c
+			return edited(b, func(c *mcp.ToolResultContent) { c.Meta = nm })
 		}
 	}
 	return nil
+}
+
+// edited returns a copy of *b that set changed.
+func edited[T any](b *T, set func(*T)) *T {
+	c := *b
+	set(&c)
+	return &c
 }
