@@ -7,7 +7,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/preflightmcp/preflight/gateway/internal/approval"
-	"github.com/preflightmcp/preflight/gateway/internal/browsertest"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/browsertest"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
 

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -16,11 +15,10 @@ import (
 	"github.com/preflightmcp/preflight"
 	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/gateway"
-	"github.com/preflightmcp/preflight/gateway/internal/cli"
 	"github.com/preflightmcp/preflight/gateway/internal/page"
-	"github.com/preflightmcp/preflight/gateway/internal/pgtest"
 	"github.com/preflightmcp/preflight/gateway/internal/pin"
 	"github.com/preflightmcp/preflight/gateway/internal/pin/sqlstore"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/pgtest"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
 
@@ -152,13 +150,19 @@ func pinnedGateway(t testing.TB, up string, store pin.Store, mode pin.Mode) (*ga
 	})
 }
 
-// pinsCLI runs the preflight command in this process, as a person would
-// run it next to the gateway.
-func pinsCLI(t testing.TB, args ...string) (int, string) {
+// approvePin approves fingerprint in a store of its own opened on spec, as
+// "preflight pins approve" does next to the running gateways (the command
+// itself is tested in cmd/preflight/internal/cli).
+func approvePin(t testing.TB, spec, approver, server, tool, fingerprint string) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	code := cli.Main(context.Background(), append([]string{"pins"}, args...), strings.NewReader(""), &out, &errOut)
-	return code, out.String() + errOut.String()
+	store, err := sqlstore.Open(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if _, err := pin.New(store, nil).Approve(context.Background(), server, tool, fingerprint, approver); err != nil {
+		t.Fatalf("approving %s/%s %s: %v", server, tool, fingerprint, err)
+	}
 }
 
 // TestPinStrictOnTheWire: a tool that stops being destructive while the
@@ -243,10 +247,8 @@ func TestPinStrictOnTheWire(t *testing.T) {
 		t.Errorf("the restarted gateway let delete_file through")
 	}
 
-	// The command approves it in the store; both gateways release it.
-	if code, out := pinsCLI(t, "-store", "sqlite:"+path, "-as", "alice", "approve", "files", "delete_file", pending); code != 0 {
-		t.Fatalf("pins approve: exit %d: %s", code, out)
-	}
+	// An approval through the store (as "preflight pins approve" does) releases it in both gateways.
+	approvePin(t, "sqlite:"+path, "alice", "files", "delete_file", pending)
 	w.next(t, "the approval")
 	w2.next(t, "the approval (second gateway)")
 	for _, u := range []string{url, url2} {
@@ -379,9 +381,7 @@ func TestPinPostgres(t *testing.T) {
 	if q2 := quarantine(listedTool(t, url2, "delete_file")); q2 == nil || q2["pending"] != q["pending"] {
 		t.Fatalf("the second replica: %v", q2)
 	}
-	if code, out := pinsCLI(t, "-store", dsn, "-as", "bob", "approve", "files", "delete_file", q["pending"].(string)); code != 0 {
-		t.Fatalf("pins approve: exit %d: %s", code, out)
-	}
+	approvePin(t, dsn, "bob", "files", "delete_file", q["pending"].(string))
 	w.next(t, "the approval")
 	w2.next(t, "the approval (second replica)")
 	for _, u := range []string{url, url2} {

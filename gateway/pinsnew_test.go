@@ -183,9 +183,7 @@ func TestPinNewAndRenamedToolsOnTheWire(t *testing.T) {
 	w := watch(t, url)
 	held(t, url)
 	for _, name := range []string{"send_report", "open_note"} {
-		if code, out := pinsCLI(t, "-config", cfgPath, "-as", "alice", "approve", "notes", name, pending[name]); code != 0 {
-			t.Fatalf("pins approve %s: exit %d: %s", name, code, out)
-		}
+		approvePin(t, "sqlite:"+filepath.Join(dir, "pins.db"), "alice", "notes", name, pending[name])
 	}
 	for {
 		w.next(t, "the approvals")

@@ -19,7 +19,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/preflightmcp/preflight/gateway/internal/cli"
+	"github.com/preflightmcp/preflight/gateway/cmd/preflight/internal/cli"
 )
 
 func main() {

@@ -8,8 +8,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
-	"github.com/preflightmcp/preflight/gateway/internal/browsertest"
 	"github.com/preflightmcp/preflight/gateway/internal/page"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/browsertest"
 )
 
 // auditRow is what the audit test measures of one record's row.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/preflightmcp/preflight/disclose"
 	"github.com/preflightmcp/preflight/gateway/internal/redisstore"
-	"github.com/preflightmcp/preflight/gateway/internal/redistest"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/redistest"
 )
 
 // BenchmarkLookup is the per-call authorization check with the Redis store

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/preflightmcp/preflight/disclose"
-	"github.com/preflightmcp/preflight/gateway/internal/redistest"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/redistest"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/preflightmcp/preflight/disclose"
 	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/gateway/internal/redisstore"
-	"github.com/preflightmcp/preflight/gateway/internal/redistest"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/redistest"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/preflightmcp/preflight/gateway/internal/redistest"
 	"github.com/preflightmcp/preflight/gateway/internal/state"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/redistest"
 )
 
 // The benchmarks report the median and the 99th percentile of one

@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/preflightmcp/preflight/gateway/config"
-	"github.com/preflightmcp/preflight/gateway/internal/redistest"
 	"github.com/preflightmcp/preflight/gateway/internal/state"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/redistest"
 )
 
 // TestRedisRestart: while Redis is away every operation fails closed with

@@ -17,9 +17,9 @@ import (
 
 	"github.com/preflightmcp/preflight/gateway/internal/approval"
 	"github.com/preflightmcp/preflight/gateway/internal/approval/sqlstore"
-	"github.com/preflightmcp/preflight/gateway/internal/pgtest"
-	"github.com/preflightmcp/preflight/gateway/internal/redistest"
 	"github.com/preflightmcp/preflight/gateway/internal/state"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/pgtest"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/redistest"
 	"github.com/preflightmcp/preflight/hints"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/preflightmcp/preflight/gateway/internal/audit"
 	"github.com/preflightmcp/preflight/gateway/internal/audit/auditstore"
-	"github.com/preflightmcp/preflight/gateway/internal/pgtest"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -7,7 +7,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/audit"
 	"github.com/preflightmcp/preflight/gateway/internal/audit/internal/storetest"
 	"github.com/preflightmcp/preflight/gateway/internal/audit/pgstore"
-	"github.com/preflightmcp/preflight/gateway/internal/pgtest"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/pgtest"
 )
 
 func open(ctx context.Context, dsn string) (audit.Store, error) { return pgstore.Open(ctx, dsn, nil) }

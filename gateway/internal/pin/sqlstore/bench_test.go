@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/preflightmcp/preflight/gateway/internal/pgtest"
 	"github.com/preflightmcp/preflight/gateway/internal/pin"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/pgtest"
 )
 
 func catalog(tb testing.TB) []*mcp.Tool {

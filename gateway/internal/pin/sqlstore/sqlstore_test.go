@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/preflightmcp/preflight/gateway/internal/pgtest"
 	"github.com/preflightmcp/preflight/gateway/internal/pin"
 	"github.com/preflightmcp/preflight/gateway/internal/pin/internal/storetest"
 	"github.com/preflightmcp/preflight/gateway/internal/pin/sqlstore"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) } // stops the server, checks for leaked goroutines

@@ -11,7 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/preflightmcp/preflight/gateway"
-	"github.com/preflightmcp/preflight/gateway/internal/browsertest"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/browsertest"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/preflightmcp/preflight/gateway/internal/fleet"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/fleet"
 )
 
 // The long run (docs/benchmarks.md, "Fleet"):

@@ -14,7 +14,7 @@ import (
 
 // sarifSchemaFile is the official SARIF 2.1.0 schema (OASIS, errata 01),
 // kept with its source and licence in testdata/sarif at the repository root.
-var sarifSchemaFile = filepath.Join("..", "..", "..", "testdata", "sarif", "sarif-schema-2.1.0.json")
+var sarifSchemaFile = filepath.Join("..", "..", "..", "..", "..", "testdata", "sarif", "sarif-schema-2.1.0.json")
 
 var sarifSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
 	f, err := os.Open(sarifSchemaFile)

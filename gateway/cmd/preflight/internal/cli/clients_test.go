@@ -24,7 +24,7 @@ import (
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"github.com/preflightmcp/preflight/gateway/internal/browsertest"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/browsertest"
 	"github.com/preflightmcp/preflight/internal/npmdeps"
 )
 

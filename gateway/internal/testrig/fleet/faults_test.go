@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/preflightmcp/preflight/gateway/internal/audit"
-	"github.com/preflightmcp/preflight/gateway/internal/fleet"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/fleet"
 )
 
 func exists(t *testing.T, path string) bool {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/preflightmcp/preflight/gateway/internal/redistest"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/redistest"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }

@@ -471,7 +471,7 @@ func buildExample(t *testing.T, name string) string {
 	}
 	bin := filepath.Join(dir, name)
 	cmd := exec.Command("go", "build", "-o", bin, "./examples/"+name)
-	cmd.Dir = filepath.Join("..", "..", "..")
+	cmd.Dir = filepath.Join("..", "..", "..", "..", "..")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./examples/%s: %v\n%s", name, err, out)
 	}
@@ -579,7 +579,7 @@ func TestLintConfig(t *testing.T) {
 // catalogsDir is testdata/catalogs at the repository root.
 func catalogsDir(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "testdata", "catalogs")
+	dir := filepath.Join("..", "..", "..", "..", "..", "testdata", "catalogs")
 	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no catalogs in %s (testdata/catalogs at the repository root): %v", dir, err)
@@ -728,7 +728,7 @@ func TestLintNPMServers(t *testing.T) {
 // node_modules already matches the lock file, and returns the directory.
 func npmDeps(t *testing.T) string {
 	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "..", "lint", "testdata"))
+	dir, err := filepath.Abs(filepath.Join("..", "..", "..", "..", "..", "lint", "testdata"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/preflightmcp/preflight/gateway/internal/fleet"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/fleet"
 )
 
 func TestMain(m *testing.M) { fleet.Main(m) }

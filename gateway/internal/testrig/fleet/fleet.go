@@ -40,8 +40,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/preflightmcp/preflight/gateway"
-	"github.com/preflightmcp/preflight/gateway/internal/pgtest"
-	"github.com/preflightmcp/preflight/gateway/internal/redistest"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/pgtest"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/redistest"
 )
 
 // Bounds, not synchronisation: how long a process may take to start or stop
@@ -169,7 +169,7 @@ func build() (string, error) {
 			{filepath.Join(root, "gateway"), "./cmd/preflight", "preflight"},
 			{root, "./examples/files", "files"},
 			{root, "./examples/folders", "folders"},
-			{filepath.Join(root, "gateway"), "./internal/fleet/slow", "slow"},
+			{filepath.Join(root, "gateway"), "./internal/testrig/fleet/slow", "slow"},
 		} {
 			cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(buildDir, b.out), b.pkg)
 			cmd.Dir = b.dir

@@ -18,7 +18,7 @@ import (
 // shell expands testdata/catalogs/*.json at the repository root.
 func tokensCatalogFiles(t *testing.T) []string {
 	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "..", "testdata", "catalogs"))
+	dir, err := filepath.Abs(filepath.Join("..", "..", "..", "..", "..", "testdata", "catalogs"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestTokensCatalogs(t *testing.T) {
 		t.Fatalf("-markdown: exit %d, stderr:\n%s", code, errOut)
 	}
 	golden(t, "tokens-catalogs-markdown.golden", md)
-	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "tokens.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "..", "docs", "tokens.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ const fixtureRoot = "/workspace/"
 // redacts results, the audit and the page. The test fails when one of them
 // starts to pass, so that the list stays true.
 func TestInterceptorsBehaviorFixtures(t *testing.T) {
-	fixtures := loadFixtures(t, filepath.Join("..", "..", "testdata", "interceptors", "behavior"))
+	fixtures := loadFixtures(t, filepath.Join("..", "..", "..", "..", "testdata", "interceptors", "behavior"))
 	for _, era := range []string{"2026-07-28", "2025-11-25"} {
 		t.Run(era, func(t *testing.T) {
 			r := newFixtureReplay(t, era, fixtures)
@@ -210,7 +210,7 @@ func newFixtureReplay(t *testing.T, era string, fixtures []behaviorFixture) *fix
 // filesystemServer is the npm filesystem server's script.
 func filesystemServer(t *testing.T) string {
 	t.Helper()
-	deps, err := filepath.Abs(filepath.Join("..", "..", "..", "lint", "testdata"))
+	deps, err := filepath.Abs(filepath.Join("..", "..", "..", "..", "..", "lint", "testdata"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/preflightmcp/preflight/gateway/internal/fleet"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/fleet"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 )
 

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/preflightmcp/preflight/gateway/internal/fleet"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/fleet"
 )
 
 // TestPageApproval signs in to one replica's approval page with the link
