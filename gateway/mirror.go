@@ -17,6 +17,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/catalog"
 	"github.com/preflightmcp/preflight/gateway/internal/rawjson"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 	"github.com/preflightmcp/preflight/hints"
 	"github.com/preflightmcp/preflight/resolve"
@@ -121,7 +122,7 @@ func (g *Gateway) rebuildLoop(ctx context.Context) {
 		if p := fmt.Sprint(snap.problems); p != lastProblems {
 			lastProblems = p
 			for _, pr := range snap.problems {
-				g.logger.Warn("catalog item skipped", "server", pr.Upstream, "kind", pr.Kind, "name", clip(pr.Name), "reason", pr.Reason)
+				g.logger.Warn("catalog item skipped", "server", pr.Upstream, "kind", pr.Kind, "name", text.Clip(pr.Name, 200), "reason", pr.Reason)
 			}
 		}
 		g.mu.Lock()
@@ -491,11 +492,4 @@ func unreachablePrompt(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptRe
 
 func unreachableResource(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	return nil, errors.New("unreachable: the gateway serves resources/read itself")
-}
-
-func clip(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "..."
-	}
-	return s
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/page"
 	"github.com/preflightmcp/preflight/gateway/internal/pin"
 	"github.com/preflightmcp/preflight/gateway/internal/pin/pinpage"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 )
 
 // pinCheckTimeout bounds one upstream's check against the pin store.
@@ -112,9 +113,9 @@ func (g *Gateway) checkPins(ctx context.Context, l *catalog.Listing) (pinned, *c
 
 // logPin logs what a check did to one tool.
 func (g *Gateway) logPin(server string, v pin.Verdict) {
-	attrs := []any{"server", server, "tool", clip(v.Name), "fingerprint", v.Fingerprint}
+	attrs := []any{"server", server, "tool", text.Clip(v.Name, 200), "fingerprint", v.Fingerprint}
 	if v.Diff != nil {
-		attrs = append(attrs, "changed", clip(v.Diff.Summary()))
+		attrs = append(attrs, "changed", text.Clip(v.Diff.Summary(), 200))
 	}
 	switch v.Event {
 	case pin.EventPinned:

@@ -19,6 +19,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/entry"
 	"github.com/preflightmcp/preflight/gateway/internal/page"
 	"github.com/preflightmcp/preflight/gateway/internal/quietlog"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 )
 
@@ -137,7 +138,7 @@ func (g *Gateway) guardOps(full, brief http.Handler) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		switch {
 		case a.Anonymous() && !page.HostAllowed(nil, r.Host):
-			http.Error(w, "This gateway does not serve the host "+strings.ToValidUTF8(clipHost(r.Host), "?")+
+			http.Error(w, "This gateway does not serve the host "+strings.ToValidUTF8(text.Clip(r.Host, 80), "?")+
 				": address it by a loopback name (127.0.0.1, [::1], localhost).", http.StatusMisdirectedRequest)
 		case !a.Anonymous() && brief != nil && len(r.Header.Values("Authorization")) == 0:
 			brief.ServeHTTP(w, r)
@@ -145,14 +146,6 @@ func (g *Gateway) guardOps(full, brief http.Handler) http.Handler {
 			authed.ServeHTTP(w, r)
 		}
 	})
-}
-
-// clipHost bounds a Host header quoted in an error.
-func clipHost(h string) string {
-	if len(h) > 80 {
-		return h[:80]
-	}
-	return h
 }
 
 // Serve serves the gateway over HTTP on ln (MCPPath, HealthPath, the

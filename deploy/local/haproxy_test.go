@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/preflightmcp/preflight/internal/freeport"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
 
@@ -95,7 +96,7 @@ func startHAProxy(t *testing.T, r1, r2 *replica) *lb {
 	}
 	var lastErr error
 	for range 5 { // a free port may be taken between probing and binding
-		port := freePort(t)
+		port := freeport.Arg(t)
 		cmd := exec.Command(bin, "-db", "-f", haproxyConfig, "-f", extra)
 		cmd.Env = lbEnv(port, r1.port(), r2.port())
 		var stderr bytes.Buffer
@@ -124,18 +125,6 @@ func startHAProxy(t *testing.T, r1, r2 *replica) *lb {
 	}
 	t.Fatalf("haproxy did not start: %v", lastErr)
 	return nil
-}
-
-// freePort returns a loopback port free a moment ago.
-func freePort(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	return port
 }
 
 // waitListening waits until addr accepts connections, the process exits or

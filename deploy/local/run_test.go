@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/preflightmcp/preflight/gateway/config"
+	"github.com/preflightmcp/preflight/internal/freeport"
 	"github.com/preflightmcp/preflight/internal/wiretest"
 )
 
@@ -163,7 +164,7 @@ func TestRunScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lbPort := freePort(t)
+	lbPort := freeport.Arg(t)
 	cmd := exec.Command("bash", "run", "-replicas", "2", "-port", lbPort, "-config", "testdata/gateway.yaml")
 	cmd.Env = append(os.Environ(), "PREFLIGHT_BIN="+exe, standInEnv+"=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -7,7 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
+
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 )
 
 // Error is one problem in a config file: where it is and what is wrong,
@@ -122,7 +123,7 @@ const maxQuoted = 64
 // quote returns s quoted for an error message: control characters
 // escaped and long text cut.
 func quote(s string) string {
-	return strconv.Quote(cut(s))
+	return strconv.Quote(text.Clip(s, maxQuoted))
 }
 
 // printable returns s cut, with control characters escaped, for text
@@ -130,14 +131,6 @@ func quote(s string) string {
 func printable(s string) string {
 	q := quote(s)
 	return q[1 : len(q)-1]
-}
-
-func cut(s string) string {
-	if utf8.RuneCountInString(s) <= maxQuoted {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:maxQuoted]) + "…"
 }
 
 // segment renders one key of a path: as is when it is a plain word,

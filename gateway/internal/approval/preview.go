@@ -11,6 +11,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/preflightmcp/preflight/gateway/internal/redact"
 )
 
 // Bounds of a preview (Preview) and of what the page shows (Show).
@@ -30,35 +32,6 @@ const (
 	// for secrets, so that none shows in part at the cut.
 	previewSlack = 1 << 10
 )
-
-// credentialWords mark argument names whose values are never shown: a
-// name containing one (ignoring case, "-", "_" and spaces) is withheld,
-// as the audit log withholds them.
-var credentialWords = []string{"password", "passwd", "passphrase", "secret", "token", "apikey", "authorization",
-	"credential", "cookie", "privatekey", "accesskey", "clientsecret", "sessionkey"}
-
-// sensitiveName reports whether the value of an argument called name is
-// withheld.
-func sensitiveName(name string, listed []string) bool {
-	if slices.Contains(listed, name) {
-		return true
-	}
-	folded := strings.Map(func(r rune) rune {
-		if r == '-' || r == '_' || r == ' ' {
-			return -1
-		}
-		return unicode.ToLower(r)
-	}, name)
-	if folded == "otp" {
-		return true
-	}
-	for _, w := range credentialWords {
-		if strings.Contains(folded, w) {
-			return true
-		}
-	}
-	return false
-}
 
 // TargetNames are the argument names that say what a call acts on, most
 // telling first: shown first after those a rule read.
@@ -192,7 +165,7 @@ func order(members []member, matter []string) []member {
 func render(members []member, sensitive []string, limit int) []Arg {
 	out := make([]Arg, 0, len(members))
 	for _, a := range members {
-		if sensitiveName(a.name, sensitive) {
+		if redact.SensitiveName(a.name, sensitive) {
 			out = append(out, Arg{Name: a.name, Withheld: true})
 			continue
 		}
@@ -307,7 +280,7 @@ func compactWithheld(raw []byte, sensitive []string, max int) string {
 			writeString(k)
 			b.WriteByte(':')
 			top.n++
-			if sensitiveName(k, sensitive) {
+			if redact.SensitiveName(k, sensitive) {
 				var skip json.RawMessage
 				if dec.Decode(&skip) != nil {
 					break

@@ -16,31 +16,6 @@ import (
 // Withheld replaces a sensitive argument value in a record.
 const Withheld = "[withheld]"
 
-// credentialWords mark argument names whose values are never recorded:
-// a name containing one of them (ignoring case, "-" and "_") is withheld.
-var credentialWords = []string{"password", "passwd", "passphrase", "secret", "token", "apikey", "authorization",
-	"credential", "cookie", "privatekey", "accesskey", "clientsecret", "sessionkey", "otp"}
-
-// sensitiveName reports whether an argument called name is withheld.
-func sensitiveName(name string, listed []string) bool {
-	if slices.Contains(listed, name) {
-		return true
-	}
-	folded := strings.ToLower(strings.NewReplacer("-", "", "_", "", " ", "").Replace(name))
-	for _, w := range credentialWords {
-		if w == "otp" {
-			if folded == w {
-				return true
-			}
-			continue
-		}
-		if strings.Contains(folded, w) {
-			return true
-		}
-	}
-	return false
-}
-
 // recordedArgs returns the argument values to record: raw with the values
 // of sensitive names replaced by Withheld at any depth and values that
 // look like secrets (package redact's detectors: a token in a file's
@@ -87,7 +62,7 @@ func withhold(v any, sensitive []string, depth int) any {
 	switch v := v.(type) {
 	case map[string]any:
 		for k, e := range v {
-			if sensitiveName(k, sensitive) {
+			if redact.SensitiveName(k, sensitive) {
 				v[k] = Withheld
 			} else {
 				v[k] = withhold(e, sensitive, depth+1)

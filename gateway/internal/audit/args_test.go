@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/preflightmcp/preflight/gateway/internal/redact"
 )
 
 // FuzzRecordedArgs: whatever a client sends as arguments, what is recorded
@@ -38,7 +40,7 @@ func FuzzRecordedArgs(f *testing.F) {
 			switch v := v.(type) {
 			case map[string]any:
 				for k, e := range v {
-					if sensitiveName(k, []string{"ssn"}) && e != Withheld {
+					if redact.SensitiveName(k, []string{"ssn"}) && e != Withheld {
 						t.Fatalf("%q recorded under %q", e, k)
 					}
 					walk(e)

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/hints"
 	"github.com/preflightmcp/preflight/requeststate"
 )
@@ -34,7 +35,7 @@ func ParseFailurePolicy(s string) (FailurePolicy, error) {
 	case Proceed, FailClosed:
 		return p, nil
 	}
-	return "", fmt.Errorf("audit failure policy %q: want proceed or fail-closed", clip(s, 40))
+	return "", fmt.Errorf("audit failure policy %q: want proceed or fail-closed", text.Clip(s, 40))
 }
 
 // Options configure an Auditor; nil means the defaults.
@@ -74,7 +75,7 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	for e, l := range c.Levels {
 		if e != "" && e.Rank() < 0 {
-			return c, fmt.Errorf("audit level for effect %q: want read, write, external or delete", clip(string(e), 40))
+			return c, fmt.Errorf("audit level for effect %q: want read, write, external or delete", text.Clip(string(e), 40))
 		}
 		if _, err := ParseLevel(string(l)); err != nil {
 			return c, err
@@ -87,7 +88,7 @@ func (o *Options) withDefaults() (Options, error) {
 		c.OnUnavailable = Proceed
 	case Proceed, FailClosed:
 	default:
-		return c, fmt.Errorf("audit failure policy %q: want proceed or fail-closed", clip(string(c.OnUnavailable), 40))
+		return c, fmt.Errorf("audit failure policy %q: want proceed or fail-closed", text.Clip(string(c.OnUnavailable), 40))
 	}
 	if c.WriteTimeout <= 0 {
 		c.WriteTimeout = 5 * time.Second
@@ -162,7 +163,7 @@ type Stats struct {
 type UnavailableError struct{ Err error }
 
 func (e *UnavailableError) Error() string {
-	return "audit store unavailable: " + clip(e.Err.Error(), 300) + "; the call was not forwarded"
+	return "audit store unavailable: " + text.Clip(e.Err.Error(), 300) + "; the call was not forwarded"
 }
 
 func (e *UnavailableError) Unwrap() error { return e.Err }

@@ -11,9 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/hints"
 )
 
@@ -153,8 +152,8 @@ func textLine(r *Record) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %6d %-12s %-32s %-9s %-8s %-14s %s",
-		r.Time.UTC().Format(timeLayout), r.ID, Sanitize(principal), Sanitize(r.Server+"/"+r.Tool),
-		Sanitize(effect), Sanitize(decision), Sanitize(string(r.Outcome)), latency)
+		r.Time.UTC().Format(timeLayout), r.ID, text.Sanitize(principal), text.Sanitize(r.Server+"/"+r.Tool),
+		text.Sanitize(effect), text.Sanitize(decision), text.Sanitize(string(r.Outcome)), latency)
 	if r.Approver != "" {
 		fmt.Fprintf(&b, " approver=%s", quoteText(r.Approver))
 	}
@@ -164,7 +163,7 @@ func textLine(r *Record) string {
 	if len(r.Redactions) > 0 {
 		var parts []string
 		for _, k := range slices.Sorted(maps.Keys(r.Redactions)) {
-			parts = append(parts, Sanitize(k)+":"+strconv.Itoa(r.Redactions[k]))
+			parts = append(parts, text.Sanitize(k)+":"+strconv.Itoa(r.Redactions[k]))
 		}
 		fmt.Fprintf(&b, " redacted=%s", strings.Join(parts, ","))
 	}
@@ -180,91 +179,9 @@ func textLine(r *Record) string {
 // quoteText returns s sanitized, on one line, in double quotes when it has
 // spaces or quotes.
 func quoteText(s string) string {
-	s = strings.Join(strings.Fields(Sanitize(s)), " ")
+	s = strings.Join(strings.Fields(text.Sanitize(s)), " ")
 	if strings.ContainsAny(s, " \"") || s == "" {
 		return strconv.Quote(s)
 	}
 	return s
-}
-
-// Sanitize returns s safe to print on a terminal: escape sequences are
-// removed whole, other control characters (C0 but tab and newline, DEL,
-// C1), Unicode bidirectional controls and invalid UTF-8 are removed or
-// replaced, so that text from a client or a server cannot move the
-// cursor, recolour or reorder what is printed.
-func Sanitize(s string) string {
-	plain := true
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 && c != '\t' && c != '\n' || c >= 0x7f {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		if s[i] == 0x1b {
-			i = skipEscape(s, i)
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n <= 1:
-			b.WriteRune(utf8.RuneError)
-		case r == '\t', r == '\n':
-			b.WriteRune(r)
-		case r == '\r', r == '\v', r == '\f', r == '\u2028', r == '\u2029':
-			b.WriteByte(' ')
-		case r < 0x20, r >= 0x7f && r < 0xa0, isBidi(r), r == '\ufeff':
-		default:
-			b.WriteRune(r)
-		}
-		i += n
-	}
-	return b.String()
-}
-
-func isBidi(r rune) bool {
-	return unicode.Is(unicode.Bidi_Control, r)
-}
-
-// skipEscape returns the index after the escape sequence at s[i] (ESC).
-func skipEscape(s string, i int) int {
-	i++ // ESC
-	if i >= len(s) {
-		return i
-	}
-	switch s[i] {
-	case '[': // CSI: parameters and intermediates, then a final byte
-		i++
-		for i < len(s) && s[i] >= 0x20 && s[i] <= 0x3f {
-			i++
-		}
-		if i < len(s) && s[i] >= 0x40 && s[i] <= 0x7e {
-			i++
-		}
-		return i
-	case ']', 'P', 'X', '^', '_': // OSC, DCS, SOS, PM, APC: up to BEL or ST
-		i++
-		for i < len(s) {
-			if s[i] == 0x07 {
-				return i + 1
-			}
-			if s[i] == 0x1b && i+1 < len(s) && s[i+1] == '\\' {
-				return i + 2
-			}
-			i++
-		}
-		return i
-	default: // a two-byte sequence, or intermediates then a final byte
-		for i < len(s) && s[i] >= 0x20 && s[i] <= 0x2f {
-			i++
-		}
-		if i < len(s) && s[i] >= 0x30 && s[i] <= 0x7e {
-			i++
-		}
-		return i
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/hints"
 )
 
@@ -97,7 +98,7 @@ func ParseLevel(s string) (Level, error) {
 	case LevelOff, LevelSummary, LevelFull:
 		return l, nil
 	}
-	return "", fmt.Errorf("audit level %q: want off, summary or full", clip(s, 40))
+	return "", fmt.Errorf("audit level %q: want off, summary or full", text.Clip(s, 40))
 }
 
 // Record is one call as the audit log keeps it.
@@ -170,13 +171,13 @@ func (r *Record) normalize() {
 		r.Ended = r.Ended.UTC().Truncate(time.Microsecond)
 	}
 	r.Latency = r.Latency.Truncate(time.Microsecond)
-	r.Principal = clip(r.Principal, MaxNameBytes)
-	r.Server = clip(r.Server, MaxNameBytes)
-	r.Tool = clip(r.Tool, MaxNameBytes)
-	r.Approver = clip(r.Approver, MaxNameBytes)
-	r.Effect = hints.Effect(clip(string(r.Effect), 32))
-	r.Reason = clip(r.Reason, MaxReasonBytes)
-	r.Error = clip(r.Error, MaxErrorBytes)
+	r.Principal = storable(r.Principal, MaxNameBytes)
+	r.Server = storable(r.Server, MaxNameBytes)
+	r.Tool = storable(r.Tool, MaxNameBytes)
+	r.Approver = storable(r.Approver, MaxNameBytes)
+	r.Effect = hints.Effect(storable(string(r.Effect), 32))
+	r.Reason = storable(r.Reason, MaxReasonBytes)
+	r.Error = storable(r.Error, MaxErrorBytes)
 	if r.Retries < 0 {
 		r.Retries = 0
 	}
@@ -202,7 +203,7 @@ func boundRedactions(m map[string]int) map[string]int {
 	out := make(map[string]int, min(len(m), MaxRedactionKinds))
 	other := 0
 	for k, n := range m {
-		k = clip(k, 64)
+		k = storable(k, 64)
 		if n <= 0 || k == "" {
 			continue
 		}
@@ -221,9 +222,9 @@ func boundRedactions(m map[string]int) map[string]int {
 	return out
 }
 
-// clip returns s as valid UTF-8 without NUL bytes, cut to at most max
+// storable returns s as valid UTF-8 without NUL bytes, cut to at most max
 // bytes on a rune boundary ("…" marks a cut).
-func clip(s string, max int) string {
+func storable(s string, max int) string {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
@@ -233,10 +234,5 @@ func clip(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
-	const mark = "…"
-	cut := max - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
+	return text.Clip(s, max-len(text.Ellipsis))
 }

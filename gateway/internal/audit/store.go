@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/hints"
 )
 
@@ -84,7 +85,7 @@ func ParseFilter(q url.Values, now time.Time) (Filter, error) {
 	var f Filter
 	for k, vs := range q {
 		if !slices.Contains(filterKeys, k) {
-			return Filter{}, fmt.Errorf("unknown filter %q: want one of %s", clip(k, 40), strings.Join(filterKeys, ", "))
+			return Filter{}, fmt.Errorf("unknown filter %q: want one of %s", text.Clip(k, 40), strings.Join(filterKeys, ", "))
 		}
 		if len(vs) != 1 {
 			return Filter{}, fmt.Errorf("filter %s given %d times: give it once", k, len(vs))
@@ -112,19 +113,19 @@ func ParseFilter(q url.Values, now time.Time) (Filter, error) {
 		if len(v) > MaxNameBytes {
 			return Filter{}, fmt.Errorf("%s: longer than %d bytes", p.key, MaxNameBytes)
 		}
-		if clip(v, MaxNameBytes) != v {
+		if storable(v, MaxNameBytes) != v {
 			return Filter{}, fmt.Errorf("%s: not valid UTF-8 text", p.key)
 		}
 		*p.dst = v
 	}
 	if v := q.Get("effect"); v != "" {
 		if f.Effect = hints.Effect(v); f.Effect.Rank() < 0 {
-			return Filter{}, fmt.Errorf("effect %q: want read, write, external or delete", clip(v, 40))
+			return Filter{}, fmt.Errorf("effect %q: want read, write, external or delete", text.Clip(v, 40))
 		}
 	}
 	if v := q.Get("decision"); v != "" {
 		if f.Decision = Decision(v); !f.Decision.Valid() {
-			return Filter{}, fmt.Errorf("decision %q: want allow, confirm or deny", clip(v, 40))
+			return Filter{}, fmt.Errorf("decision %q: want allow, confirm or deny", text.Clip(v, 40))
 		}
 	}
 	if v := q.Get("outcome"); v != "" {
@@ -133,13 +134,13 @@ func ParseFilter(q url.Values, now time.Time) (Filter, error) {
 			for _, o := range Outcomes() {
 				names = append(names, string(o))
 			}
-			return Filter{}, fmt.Errorf("outcome %q: want one of %s", clip(v, 40), strings.Join(names, ", "))
+			return Filter{}, fmt.Errorf("outcome %q: want one of %s", text.Clip(v, 40), strings.Join(names, ", "))
 		}
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > MaxLimit {
-			return Filter{}, fmt.Errorf("limit %q: want a number from 1 to %d", clip(v, 40), MaxLimit)
+			return Filter{}, fmt.Errorf("limit %q: want a number from 1 to %d", text.Clip(v, 40), MaxLimit)
 		}
 		f.Limit = n
 	}
@@ -148,7 +149,7 @@ func ParseFilter(q url.Values, now time.Time) (Filter, error) {
 	case "newest":
 		f.Newest = true
 	default:
-		return Filter{}, fmt.Errorf("order %q: want oldest or newest", clip(v, 40))
+		return Filter{}, fmt.Errorf("order %q: want oldest or newest", text.Clip(v, 40))
 	}
 	return f, nil
 }
@@ -177,7 +178,7 @@ func parseWhen(s string, now time.Time) (time.Time, error) {
 		d, err = time.ParseDuration(s)
 	}
 	if err != nil || d < 0 || d > maxAgo {
-		return time.Time{}, fmt.Errorf("%q: want a time (2006-01-02T15:04:05Z, 2006-01-02) or a duration before now (90s, 15m, 1h, 7d)", clip(s, 40))
+		return time.Time{}, fmt.Errorf("%q: want a time (2006-01-02T15:04:05Z, 2006-01-02) or a duration before now (90s, 15m, 1h, 7d)", text.Clip(s, 40))
 	}
 	return now.Add(-d).UTC(), nil
 }

@@ -46,6 +46,7 @@ import (
 	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 )
 
 // Limits and defaults of names.
@@ -265,7 +266,7 @@ func Build(listings []*Listing, prefixed bool) *View {
 			}
 			exp := l.Naming.exposed(l.Upstream, t.Name, prefixed)
 			if err := ValidName(exp); err != nil {
-				v.Problems = append(v.Problems, Problem{l.Upstream, "tool", t.Name, fmt.Sprintf("exposed name %q is invalid: %v", clip(exp), err)})
+				v.Problems = append(v.Problems, Problem{l.Upstream, "tool", t.Name, fmt.Sprintf("exposed name %q is invalid: %v", text.Clip(exp, 160), err)})
 				continue
 			}
 			tools = append(tools, named[*Tool]{t, exp})
@@ -277,7 +278,7 @@ func Build(listings []*Listing, prefixed bool) *View {
 			}
 			exp := l.Naming.exposed(l.Upstream, p.Name, prefixed)
 			if err := ValidName(exp); err != nil {
-				v.Problems = append(v.Problems, Problem{l.Upstream, "prompt", p.Name, fmt.Sprintf("exposed name %q is invalid: %v", clip(exp), err)})
+				v.Problems = append(v.Problems, Problem{l.Upstream, "prompt", p.Name, fmt.Sprintf("exposed name %q is invalid: %v", text.Clip(exp, 160), err)})
 				continue
 			}
 			prompts = append(prompts, named[*Prompt]{p, exp})
@@ -311,14 +312,6 @@ func Build(listings []*Listing, prefixed bool) *View {
 	v.ResourcesCache = Merge(resourceCaches...)
 	v.TemplatesCache = Merge(templateCaches...)
 	return v
-}
-
-// clip shortens a name for a message.
-func clip(s string) string {
-	if len(s) > 160 {
-		return s[:160] + "..."
-	}
-	return s
 }
 
 // Tool returns the exposed tool named name.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/yosida95/uritemplate/v3"
 )
 
@@ -37,9 +38,9 @@ type AmbiguousURIError struct {
 func (e *AmbiguousURIError) Error() string {
 	forms := make([]string, len(e.Forms))
 	for i, f := range e.Forms {
-		forms[i] = strconv.Quote(clip(f))
+		forms[i] = strconv.Quote(text.Clip(f, 160))
 	}
-	return fmt.Sprintf("resource %q is served by more than one server; name the one you mean: %s", clip(e.URI), strings.Join(forms, " or "))
+	return fmt.Sprintf("resource %q is served by more than one server; name the one you mean: %s", text.Clip(e.URI, 160), strings.Join(forms, " or "))
 }
 
 // buildResources sets v's resources and templates from listings: each

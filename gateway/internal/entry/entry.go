@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/preflightmcp/preflight/gateway/internal/auth"
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 )
 
@@ -134,8 +135,8 @@ type listenerKey struct{}
 func (e *Entry) Middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method == methodListen {
-			if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
-				ctx = context.WithValue(ctx, listenerKey{}, extra.TokenInfo.UserID)
+			if p, _ := auth.FromRequest(ctx, req); p.Name != "" {
+				ctx = context.WithValue(ctx, listenerKey{}, p.Name)
 			}
 		}
 		if !forwarded(method) || method == call.Subscribe || method == call.Unsubscribe {
@@ -233,9 +234,8 @@ func sdkClient(ctx context.Context, req mcp.Request) *call.Client {
 	}
 	if extra := req.GetExtra(); extra != nil {
 		c.Header = extra.Header
-		if extra.TokenInfo != nil {
-			c.Principal = extra.TokenInfo.UserID
-		}
+		p, _ := auth.FromRequest(ctx, req)
+		c.Principal = p.Name
 	} else if p, ok := ctx.Value(listenerKey{}).(string); ok {
 		// The SDK's own request, made from a subscriptions/listen: the
 		// listener's.

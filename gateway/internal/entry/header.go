@@ -28,23 +28,16 @@ func CheckHeaders(h http.Header, m *Message, tool *mcp.Tool) error {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("missing or invalid _meta field %q", mcp.MetaKeyProtocolVersion)}
 	}
 	if h.Get("Mcp-Protocol-Version") != version {
-		return wire.Mismatch("Mcp-Protocol-Version %q does not match the body's %s %q", clipHeader(h.Get("Mcp-Protocol-Version")), mcp.MetaKeyProtocolVersion, clipHeader(version))
+		return wire.Mismatch("Mcp-Protocol-Version %q does not match the body's %s %q", show([]byte(h.Get("Mcp-Protocol-Version")), false), mcp.MetaKeyProtocolVersion, show([]byte(version), false))
 	}
 	if caps, ok, _ := rawjson.Get(m.Meta, mcp.MetaKeyClientCapabilities); !ok || len(caps) == 0 || caps[0] != '{' {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("missing or invalid _meta field %q", mcp.MetaKeyClientCapabilities)}
 	}
 	if h.Get("Mcp-Method") != m.Method {
-		return wire.Mismatch("Mcp-Method %q does not match the body's method %q", clipHeader(h.Get("Mcp-Method")), m.Method)
+		return wire.Mismatch("Mcp-Method %q does not match the body's method %q", show([]byte(h.Get("Mcp-Method")), false), m.Method)
 	}
 	if h.Get("Mcp-Name") != m.Name {
-		return wire.Mismatch("Mcp-Name %q does not match the body's name %q", clipHeader(h.Get("Mcp-Name")), clipHeader(m.Name))
+		return wire.Mismatch("Mcp-Name %q does not match the body's name %q", show([]byte(h.Get("Mcp-Name")), false), show([]byte(m.Name), false))
 	}
 	return wire.CheckParamHeaders(h, tool, m.Arguments)
-}
-
-func clipHeader(s string) string {
-	if len(s) > 64 {
-		return show([]byte(s[:64]), false) + "..."
-	}
-	return show([]byte(s), false)
 }

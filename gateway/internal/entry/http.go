@@ -13,10 +13,10 @@ import (
 	"strconv"
 	"sync"
 
-	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/preflightmcp/preflight/gateway/internal/auth"
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/rawjson"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
@@ -122,10 +122,8 @@ func (e *Entry) refuse(w http.ResponseWriter, err error) {
 // principalOf returns the authenticated user of an HTTP request, "" when
 // anonymous.
 func principalOf(r *http.Request) string {
-	if ti := sdkauth.TokenInfoFromContext(r.Context()); ti != nil {
-		return ti.UserID
-	}
-	return ""
+	p, _ := auth.FromContext(r.Context())
+	return p.Name
 }
 
 // direct serves a tools/call without the SDK, if it may be; it reports

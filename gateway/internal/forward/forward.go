@@ -41,7 +41,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -49,6 +48,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/rawjson"
 	"github.com/preflightmcp/preflight/gateway/internal/state"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 	"github.com/preflightmcp/preflight/requeststate"
 )
@@ -437,7 +437,7 @@ func (f *Forward) legacy(ctx context.Context, c *call.Call) (json.RawMessage, er
 			return f.result(c, step.Result), nil
 		}
 		if round >= f.maxRounds {
-			return nil, internalError("%s %q: the upstream asked more than %d rounds of questions", c.Method, clip(c.Name), f.maxRounds)
+			return nil, internalError("%s %q: the upstream asked more than %d rounds of questions", c.Method, text.Clip(c.Name, quoteLimit), f.maxRounds)
 		}
 		if len(step.Questions) == 0 {
 			// Load shedding: retry after a pause.
@@ -492,7 +492,7 @@ func (f *Forward) ask(ctx context.Context, c *call.Call, qs []*upstream.Question
 				})
 			}
 			if err != nil {
-				f.logger.Info("question to the client failed", "tool", c.Name, "method", q.Method, "error", upstream.Sanitize(err.Error()))
+				f.logger.Info("question to the client failed", "tool", c.Name, "method", q.Method, "error", text.Sanitize(err.Error()))
 			}
 		})
 	}
@@ -678,22 +678,13 @@ func upstreamError(up *upstream.Conn, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return internalError("upstream %q did not answer in time", up.Name())
 	}
-	return internalError("upstream %q: %s", up.Name(), upstream.Sanitize(clip(err.Error())))
+	return internalError("upstream %q: %s", up.Name(), text.Sanitize(text.Clip(err.Error(), quoteLimit)))
 }
 
 func internalError(format string, args ...any) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(format, args...)}
 }
 
-// clip bounds a string quoted in an error, without cutting a rune.
-func clip(s string) string {
-	const max = 300
-	if len(s) <= max {
-		return s
-	}
-	i := max
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "..."
-}
+// quoteLimit bounds, in bytes, an upstream's text quoted in an error or a
+// log ([text.Clip]).
+const quoteLimit = 300

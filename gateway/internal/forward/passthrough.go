@@ -18,6 +18,7 @@ import (
 
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/rawjson"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 	"github.com/preflightmcp/preflight/gateway/internal/wire"
 )
@@ -265,5 +266,5 @@ func errorOf(msg []byte) error {
 	if json.Unmarshal(e, &je) != nil || je.Message == "" {
 		return nil
 	}
-	return &jsonrpc.Error{Code: je.Code, Message: upstream.Sanitize(clip(je.Message)), Data: je.Data}
+	return &jsonrpc.Error{Code: je.Code, Message: text.Sanitize(text.Clip(je.Message, quoteLimit)), Data: je.Data}
 }

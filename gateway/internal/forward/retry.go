@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/preflightmcp/preflight/gateway/internal/call"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 )
 
@@ -249,7 +250,7 @@ func giveUp(c *call.Call, te *upstream.TransientError, reason string, attempts i
 		Failure  string `json:"failure"`
 	}{c.Outcome, attempts > 1, attempts, reason, te.Kind})
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-		Message: fmt.Sprintf("%s %q: %s; %s; %s", c.Method, clip(c.Name), te.Error(), state, why),
+		Message: fmt.Sprintf("%s %q: %s; %s; %s", c.Method, text.Clip(c.Name, quoteLimit), te.Error(), state, why),
 		Data:    data}
 }
 

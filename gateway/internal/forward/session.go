@@ -20,6 +20,7 @@ import (
 
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/rawjson"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 	"github.com/preflightmcp/preflight/gateway/internal/wire"
 )
@@ -202,7 +203,7 @@ func (f *Forward) relayQuestion(ctx context.Context, c *call.Call, upSession, me
 	resp, err := c.Client.Conn.Ask(ctx, method, q)
 	if err != nil {
 		if ctx.Err() == nil {
-			f.logger.Info("question to the client failed", "tool", c.Name, "method", method, "error", upstream.Sanitize(err.Error()))
+			f.logger.Info("question to the client failed", "tool", c.Name, "method", method, "error", text.Sanitize(err.Error()))
 			refuse("the client did not answer " + method)
 		}
 		return
@@ -211,7 +212,7 @@ func (f *Forward) relayQuestion(ctx context.Context, c *call.Call, upSession, me
 		return post(ctx, []byte(`{"jsonrpc":"2.0","id":`+string(id)+`,"result":`+string(judged)+`}`))
 	})
 	if err != nil {
-		f.logger.Info("an answer was not passed to the upstream", "tool", c.Name, "method", method, "error", upstream.Sanitize(err.Error()))
+		f.logger.Info("an answer was not passed to the upstream", "tool", c.Name, "method", method, "error", text.Sanitize(err.Error()))
 		refuse("the client's answer was refused")
 	}
 }
@@ -222,7 +223,7 @@ func (f *Forward) postAnswer(ctx context.Context, up *upstream.Conn, upSession s
 	h := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}
 	resp, done, err := up.PostSession(context.WithoutCancel(ctx), upSession, body, h, false)
 	if err != nil {
-		f.logger.Info("an answer could not reach the upstream", "upstream", up.Name(), "error", upstream.Sanitize(err.Error()))
+		f.logger.Info("an answer could not reach the upstream", "upstream", up.Name(), "error", text.Sanitize(err.Error()))
 		return err
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxEvent))

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/preflightmcp/preflight/gateway/internal/call"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 )
 
@@ -69,7 +70,7 @@ type subscribe struct{ f *Forward }
 
 func (h *subscribe) Serve(ctx context.Context, c *call.Call) (json.RawMessage, error) {
 	if caps := c.Upstream.Capabilities(); caps == nil || caps.Resources == nil || !caps.Resources.Subscribe {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("the server of %q does not support subscriptions", clip(c.Name))}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("the server of %q does not support subscriptions", text.Clip(c.Name, quoteLimit))}
 	}
 	sess := c.Client.Session
 	if sess == nil {
@@ -254,7 +255,7 @@ func (s *subscriptions) unsubscribeUpstream(ctx context.Context, sub *subscribed
 	}
 	// Unsubscribe bounds the request by the upstream's call timeout.
 	if err := sub.up.Unsubscribe(ctx, sub.uri); err != nil {
-		s.logger.Info("upstream unsubscribe failed", "server", sub.up.Name(), "uri", clip(sub.uri), "error", err)
+		s.logger.Info("upstream unsubscribe failed", "server", sub.up.Name(), "uri", text.Clip(sub.uri, quoteLimit), "error", err)
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 )
 
 // Options configure the page; nil means the defaults.
@@ -132,7 +134,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("Cross-Origin-Opener-Policy", "same-origin")
 	if !h.hostAllowed(r.Host) {
-		http.Error(w, "This page does not serve the host "+strings.ToValidUTF8(clip(r.Host, 80), "?")+
+		http.Error(w, "This page does not serve the host "+strings.ToValidUTF8(text.Clip(r.Host, 80), "?")+
 			": open it by a loopback address, or list the host in the page's hosts.", http.StatusMisdirectedRequest)
 		return
 	}
@@ -142,13 +144,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := context.WithValue(context.WithValue(r.Context(), nonceKey{}, nonce), prefixKey{}, h.opts.Prefix)
 	h.mux.ServeHTTP(w, r.WithContext(ctx))
-}
-
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }
 
 // hostAllowed reports whether the page serves host (the request's Host,

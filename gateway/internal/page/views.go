@@ -8,6 +8,7 @@ import (
 
 	"github.com/preflightmcp/preflight/gateway/internal/approval"
 	"github.com/preflightmcp/preflight/gateway/internal/audit"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/safety"
 )
 
@@ -311,7 +312,7 @@ func (h *Handler) approvePin(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := h.opts.Pins.ApprovePin(r.Context(), server, tool, candidate, v.Identity); err != nil {
 		h.opts.Logger.Warn("page: pin not approved", "server", server, "tool", tool, "err", err)
-		h.showPins(w, r, http.StatusConflict, "Not approved: "+clip(err.Error(), 300))
+		h.showPins(w, r, http.StatusConflict, "Not approved: "+text.Clip(err.Error(), 300))
 		return
 	}
 	http.Redirect(w, r, h.opts.Prefix+"/pins", http.StatusSeeOther)

@@ -17,6 +17,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/approval"
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/state"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/requeststate"
 )
 
@@ -141,7 +142,7 @@ func (a *Ask) ask(ctx context.Context, c *call.Call, next call.Handler) (json.Ra
 	res, err := c.Client.Conn.Ask(wctx, "elicitation/create", a.question(c))
 	timedOut := wctx.Err() != nil // read before cancel, which sets it
 	cancel()
-	what := fmt.Sprintf("%s on server %s", clip(c.Name), c.Tool.Upstream)
+	what := fmt.Sprintf("%s on server %s", text.Clip(c.Name, quoteLimit), c.Tool.Upstream)
 	switch {
 	case errors.Is(err, call.ErrRound):
 		return a.inRound(ctx, c)
@@ -155,7 +156,7 @@ func (a *Ask) ask(ctx context.Context, c *call.Call, next call.Handler) (json.Ra
 			c.Outcome = "timeout"
 			return call.ToolError(fmt.Sprintf("The call of %s was not run: it was not confirmed within %s. The upstream was not contacted.", what, a.Wait)), nil
 		}
-		a.Logger.InfoContext(ctx, "the client could not be asked to confirm", "tool", clip(c.Name), "error", err)
+		a.Logger.InfoContext(ctx, "the client could not be asked to confirm", "tool", text.Clip(c.Name, quoteLimit), "error", err)
 		return next.Serve(ctx, c)
 	}
 	action, err := ConfirmAnswer(res)
@@ -206,7 +207,7 @@ func (a *Ask) binding(c *call.Call) (requeststate.Binding, error) {
 // question is the form the client is shown.
 func (a *Ask) question(c *call.Call) *mcp.ElicitParams {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Confirm this call before the gateway runs it.\nServer: %s\nTool: %s\nWhy you are asked: %s.", c.Tool.Upstream, clip(c.Name), c.Decision.Reason)
+	fmt.Fprintf(&b, "Confirm this call before the gateway runs it.\nServer: %s\nTool: %s\nWhy you are asked: %s.", c.Tool.Upstream, text.Clip(c.Name, quoteLimit), c.Decision.Reason)
 	args, more, err := approval.Preview(c.Arguments, nil, nil, 0, 0)
 	switch {
 	case err != nil:
@@ -278,15 +279,15 @@ func (a *Ask) retry(ctx context.Context, c *call.Call, next call.Handler) (json.
 		return a.resumed(ctx, c, next)
 	}
 	if err != nil {
-		a.Logger.WarnContext(ctx, "confirmation requestState refused", "reason", requeststate.ReasonOf(err), "tool", clip(c.Name), "error", err)
+		a.Logger.WarnContext(ctx, "confirmation requestState refused", "reason", requeststate.ReasonOf(err), "tool", text.Clip(c.Name, quoteLimit), "error", err)
 		return nil, requeststate.WireError(err)
 	}
 	var st confirmState
 	if err := json.Unmarshal(raw, &st); err != nil || st.Kind != confirmKind || st.Nonce == "" {
-		a.Logger.WarnContext(ctx, "confirmation requestState refused", "reason", "payload", "tool", clip(c.Name))
+		a.Logger.WarnContext(ctx, "confirmation requestState refused", "reason", "payload", "tool", text.Clip(c.Name, quoteLimit))
 		return nil, requeststate.WireError(&requeststate.Error{Reason: requeststate.ReasonMalformed, Detail: "payload"})
 	}
-	what := fmt.Sprintf("%s on server %s", clip(c.Name), c.Tool.Upstream)
+	what := fmt.Sprintf("%s on server %s", text.Clip(c.Name, quoteLimit), c.Tool.Upstream)
 	if time.Now().UnixMilli() > st.Expires {
 		c.Outcome = "timeout"
 		return call.ToolError(fmt.Sprintf("The call of %s was not run: its confirmation expired (a confirmation is valid for %s). The upstream was not contacted; call the tool again to be asked again.", what, a.TTL)), nil
@@ -304,7 +305,7 @@ func (a *Ask) retry(ctx context.Context, c *call.Call, next call.Handler) (json.
 		return nil, unavailable(err)
 	}
 	if err != nil || !first {
-		a.Logger.WarnContext(ctx, "confirmation requestState refused", "reason", "already used", "tool", clip(c.Name), "error", err)
+		a.Logger.WarnContext(ctx, "confirmation requestState refused", "reason", "already used", "tool", text.Clip(c.Name, quoteLimit), "error", err)
 		return nil, requeststate.WireError(&requeststate.Error{Reason: requeststate.ReasonMalformed, Detail: "confirmation already used"})
 	}
 	c.Confirmation = &call.Confirmation{By: "client", Approver: c.Client.Principal, RequestID: st.Nonce}
@@ -328,7 +329,7 @@ func (a *Ask) resumed(ctx context.Context, c *call.Call, next call.Handler) (jso
 		return next.Serve(ctx, c)
 	}
 	if err != nil {
-		a.Logger.WarnContext(ctx, "requestState refused", "reason", requeststate.ReasonOf(err), "tool", clip(c.Name), "error", err)
+		a.Logger.WarnContext(ctx, "requestState refused", "reason", requeststate.ReasonOf(err), "tool", text.Clip(c.Name, quoteLimit), "error", err)
 		return nil, requeststate.WireError(err)
 	}
 	if conf == nil || nonce == "" || (c.Decision.OutOfBand && conf.By == "client") {
@@ -344,7 +345,7 @@ func (a *Ask) resumed(ctx context.Context, c *call.Call, next call.Handler) (jso
 		return nil, unavailable(err)
 	}
 	if err != nil || !first {
-		a.Logger.WarnContext(ctx, "requestState refused", "reason", "round already answered", "tool", clip(c.Name), "error", err)
+		a.Logger.WarnContext(ctx, "requestState refused", "reason", "round already answered", "tool", text.Clip(c.Name, quoteLimit), "error", err)
 		return nil, requeststate.WireError(&requeststate.Error{Reason: requeststate.ReasonMalformed, Detail: "round already answered"})
 	}
 	c.Confirmation = conf

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/preflightmcp/preflight/gateway/internal/call"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 )
 
 // Confirmed is the guard after the stages that confirm calls (ask,
@@ -28,7 +29,7 @@ func (*Confirmed) Serve(ctx context.Context, c *call.Call, next call.Handler) (j
 	if d == nil || d.DryRun || d.Verdict == call.Allow {
 		return next.Serve(ctx, c)
 	}
-	what := fmt.Sprintf("%s on %s", clip(c.Name), upstreamName(c))
+	what := fmt.Sprintf("%s on %s", text.Clip(c.Name, quoteLimit), upstreamName(c))
 	switch {
 	case d.Verdict == call.Deny:
 		c.Outcome = "denied"

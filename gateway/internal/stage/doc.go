@@ -13,20 +13,6 @@
 // after it return.
 package stage
 
-import (
-	"unicode/utf8"
-)
-
-// clip bounds a client-supplied string quoted in an error or a log, without
-// cutting a rune.
-func clip(s string) string {
-	const max = 200
-	if len(s) <= max {
-		return s
-	}
-	i := max
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "..."
-}
+// quoteLimit bounds, in bytes, a client-supplied string quoted in an error
+// or a log ([text.Clip]).
+const quoteLimit = 200

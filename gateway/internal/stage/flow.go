@@ -10,6 +10,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/flow"
 	"github.com/preflightmcp/preflight/gateway/internal/state"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/hints"
 )
 
@@ -76,7 +77,7 @@ func (s *Flow) Serve(ctx context.Context, c *call.Call, next call.Handler) (json
 	if err != nil || res == nil || call.IsInputRequired(res) {
 		return res, err
 	}
-	from := clip(c.Name) // a resource's URI is the client's
+	from := text.Clip(c.Name, quoteLimit) // a resource's URI is the client's
 	if c.Tool != nil {
 		from = c.Tool.Exposed
 	}
@@ -89,7 +90,7 @@ func (s *Flow) Serve(ctx context.Context, c *call.Call, next call.Handler) (json
 		seen = c.Unredacted
 	}
 	if err := s.Tracker.Record(ctx, scope, state.FlowSource{Upstream: c.Upstream.Name(), Tool: from, Call: n}, seen, level); err != nil {
-		logger.WarnContext(ctx, "flows: recording a result", "from", clip(from), "err", err)
+		logger.WarnContext(ctx, "flows: recording a result", "from", text.Clip(from, quoteLimit), "err", err)
 	}
 	return res, nil
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/preflightmcp/preflight/gateway/internal/call"
-	"github.com/preflightmcp/preflight/gateway/internal/upstream"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 )
 
 // Log writes one record per call when it ends: the method, the upstream,
@@ -34,9 +34,9 @@ func (l *Log) Serve(ctx context.Context, c *call.Call, next call.Handler) (json.
 	if c.Upstream != nil {
 		attrs = append(attrs, slog.String("server", c.Upstream.Name()))
 	}
-	attrs = append(attrs, slog.String(targetKey(c.Method), clip(c.Name)))
+	attrs = append(attrs, slog.String(targetKey(c.Method), text.Clip(c.Name, quoteLimit)))
 	if c.Target != "" && c.Target != c.Name {
-		attrs = append(attrs, slog.String("upstreamName", clip(c.Target)))
+		attrs = append(attrs, slog.String("upstreamName", text.Clip(c.Target, quoteLimit)))
 	}
 	attrs = append(attrs, slog.String("era", c.Client.Version))
 	if c.UpstreamEra != "" {
@@ -52,7 +52,7 @@ func (l *Log) Serve(ctx context.Context, c *call.Call, next call.Handler) (json.
 		if errors.As(err, &we) {
 			attrs = append(attrs, slog.Int64("code", we.Code))
 		}
-		attrs = append(attrs, slog.String("error", upstream.Sanitize(clip(err.Error()))))
+		attrs = append(attrs, slog.String("error", text.Sanitize(text.Clip(err.Error(), quoteLimit))))
 	}
 	if outcome == "" {
 		outcome = "ok"

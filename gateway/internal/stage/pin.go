@@ -10,6 +10,7 @@ import (
 
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/pin"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 )
 
 // PinChecker answers whether a call to an upstream's tool may go ahead:
@@ -54,5 +55,5 @@ func (p *Pin) Serve(ctx context.Context, c *call.Call, next call.Handler) (json.
 	}
 	c.Outcome = "error"
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-		Message: fmt.Sprintf("tool %q was not called: the gateway cannot read the pinned definitions of server %q to check it", clip(c.Name), clip(c.Upstream.Name()))}
+		Message: fmt.Sprintf("tool %q was not called: the gateway cannot read the pinned definitions of server %q to check it", text.Clip(c.Name, quoteLimit), text.Clip(c.Upstream.Name(), quoteLimit))}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/rawjson"
 	"github.com/preflightmcp/preflight/gateway/internal/redact"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/hints"
 )
 
@@ -162,7 +163,7 @@ func note(ctx context.Context, c *call.Call, rep redact.Report, logger *slog.Log
 		return
 	}
 	c.Redaction = &call.Redaction{Sensitivity: rep.Level, Withheld: rep.Withheld, Kinds: rep.Kinds}
-	attrs := []any{"tool", clip(c.Name), "sensitivity", string(rep.Level)}
+	attrs := []any{"tool", text.Clip(c.Name, quoteLimit), "sensitivity", string(rep.Level)}
 	if rep.Withheld {
 		logger.InfoContext(ctx, "result withheld", append(attrs, "reason", rep.Reason)...)
 		return

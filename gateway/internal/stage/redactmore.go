@@ -12,6 +12,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/rawjson"
 	"github.com/preflightmcp/preflight/gateway/internal/redact"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/hints"
 )
 
@@ -159,7 +160,7 @@ func (rc *redactConn) Notify(ctx context.Context, method string, params json.Raw
 	tr := &mcp.CallToolResult{StructuredContent: params}
 	out, rep := rc.r.Result(tr, rc.s)
 	if rep.Withheld {
-		rc.logger.InfoContext(ctx, "notification withheld", "tool", clip(rc.c.Name), "method", method, "reason", rep.Reason)
+		rc.logger.InfoContext(ctx, "notification withheld", "tool", text.Clip(rc.c.Name, quoteLimit), "method", method, "reason", rep.Reason)
 		return
 	}
 	if out == tr {
@@ -170,7 +171,7 @@ func (rc *redactConn) Notify(ctx context.Context, method string, params json.Raw
 	if err != nil {
 		return
 	}
-	rc.logger.InfoContext(ctx, "notification redacted", "tool", clip(rc.c.Name), "method", method, "kinds", rep.Kinds)
+	rc.logger.InfoContext(ctx, "notification redacted", "tool", text.Clip(rc.c.Name, quoteLimit), "method", method, "kinds", rep.Kinds)
 	rc.Conn.Notify(ctx, method, b)
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/preflightmcp/preflight"
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/catalog"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 	"github.com/preflightmcp/preflight/hints"
 	"github.com/preflightmcp/preflight/resolve"
@@ -44,13 +45,13 @@ func (s *Resolve) Serve(ctx context.Context, c *call.Call, next call.Handler) (j
 	if c.Tool.Tool != nil {
 		if k, p := caseVariant(c.Tool.Tool.InputSchema, args, ""); k != "" {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
-				"params.arguments.%s differs from the tool's property %q only in case: a server that reads arguments case-insensitively (Go's encoding/json does) would take it for that property; send %q", clip(k), p, p)}
+				"params.arguments.%s differs from the tool's property %q only in case: a server that reads arguments case-insensitively (Go's encoding/json does) would take it for that property; send %q", text.Clip(k, quoteLimit), p, p)}
 		}
 	}
 	res, err := s.Resolver.Resolve(ctx, &ResolveQuery{Tool: c.Tool, Arguments: args, RawArguments: c.Arguments,
 		Principal: c.Client.Principal, Upstream: c.Upstream, ForCall: c.Method == call.ToolsCall})
 	if err != nil {
-		s.Logger.WarnContext(ctx, "resolution failed; using the static annotations", "tool", clip(c.Name), "error", err)
+		s.Logger.WarnContext(ctx, "resolution failed; using the static annotations", "tool", text.Clip(c.Name, quoteLimit), "error", err)
 		res = Static(c.Tool)
 	}
 	c.Resolution = res
@@ -178,7 +179,7 @@ func (u UpstreamOrStatic) Resolve(ctx context.Context, q *ResolveQuery) (*call.R
 	}
 	res, _, err := q.Upstream.Resolve(ctx, q.Tool.Name, q.RawArguments)
 	if err != nil {
-		logger.WarnContext(ctx, "upstream tools/resolve failed; static annotations used", "server", q.Tool.Upstream, "tool", q.Tool.Name, "error", upstream.Sanitize(err.Error()))
+		logger.WarnContext(ctx, "upstream tools/resolve failed; static annotations used", "server", q.Tool.Upstream, "tool", q.Tool.Name, "error", text.Sanitize(err.Error()))
 		return static, nil
 	}
 	got, err := fromUpstream(res, q.Tool.Name)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/catalog"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 )
 
@@ -45,13 +46,13 @@ func (r *Route) Serve(ctx context.Context, c *call.Call, next call.Handler) (jso
 	case call.ToolsCall, call.ToolsResolve:
 		t, ok := v.Tool(c.Name)
 		if !ok {
-			return nil, invalidParams("unknown tool %q", clip(c.Name))
+			return nil, invalidParams("unknown tool %q", text.Clip(c.Name, quoteLimit))
 		}
 		c.Tool, c.Target, up = t, t.Name, t.Upstream
 	case call.PromptsGet:
 		p, ok := v.Prompt(c.Name)
 		if !ok {
-			return nil, invalidParams("unknown prompt %q", clip(c.Name))
+			return nil, invalidParams("unknown prompt %q", text.Clip(c.Name, quoteLimit))
 		}
 		c.Target, up = p.Name, p.Upstream
 	case call.ResourcesRead, call.Subscribe, call.Unsubscribe:
@@ -95,7 +96,7 @@ func completionRoute(v *catalog.View, c *call.Call) (target, up string, err erro
 	case "ref/prompt":
 		pr, ok := v.Prompt(p.Ref.Name)
 		if !ok {
-			return "", "", invalidParams("unknown prompt %q", clip(p.Ref.Name))
+			return "", "", invalidParams("unknown prompt %q", text.Clip(p.Ref.Name, quoteLimit))
 		}
 		return pr.Name, pr.Upstream, nil
 	case "ref/resource":
@@ -104,13 +105,13 @@ func completionRoute(v *catalog.View, c *call.Call) (target, up string, err erro
 		}
 		u, target, err := v.Resource(p.Ref.URI)
 		if errors.Is(err, catalog.ErrUnknownResource) {
-			return "", "", invalidParams("unknown resource %q", clip(p.Ref.URI))
+			return "", "", invalidParams("unknown resource %q", text.Clip(p.Ref.URI, quoteLimit))
 		} else if err != nil {
 			return "", "", invalidParams("%s", err)
 		}
 		return target, u, nil
 	}
-	return "", "", invalidParams("unknown reference type %q", clip(p.Ref.Type))
+	return "", "", invalidParams("unknown reference type %q", text.Clip(p.Ref.Type, quoteLimit))
 }
 
 // resourceRoute finds the upstream of a URI as a client names it and the
@@ -123,7 +124,7 @@ func resourceRoute(v *catalog.View, uri string) (up, target string, err error) {
 	case errors.As(err, &amb):
 		return "", "", invalidParams("%s", amb.Error())
 	case err != nil:
-		return "", "", mcp.ResourceNotFoundError(clip(uri))
+		return "", "", mcp.ResourceNotFoundError(text.Clip(uri, quoteLimit))
 	}
 	return up, target, nil
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -271,7 +272,7 @@ func (b *redisBus) connectionLost(err error) {
 		}
 	}
 	if stale > 0 || len(b.pings) > 0 {
-		b.log.Warn("shared state: Redis subscription connection lost; resubscribing", "redis", b.addr, "error", clip(err.Error(), 200))
+		b.log.Warn("shared state: Redis subscription connection lost; resubscribing", "redis", b.addr, "error", text.Clip(text.OneLine(err.Error()), 200))
 	}
 	close(b.lost)
 	b.lost = make(chan struct{})

@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 )
 
 // Errors the stores return. Each error a store returns that is not the
@@ -43,7 +42,7 @@ type UnavailableError struct {
 }
 
 func (e *UnavailableError) Error() string {
-	return fmt.Sprintf("shared state (Redis at %s) unavailable: %s; %s", e.Addr, clip(e.Err.Error(), 200), consequence(e.Op))
+	return fmt.Sprintf("shared state (Redis at %s) unavailable: %s; %s", e.Addr, text.Clip(text.OneLine(e.Err.Error()), 200), consequence(e.Op))
 }
 
 func (e *UnavailableError) Unwrap() error { return e.Err }
@@ -75,22 +74,4 @@ func unavailable(ctx context.Context, addr, op string, err error) error {
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
-}
-
-// clip shortens s to at most n bytes on a rune boundary and removes
-// control characters, for messages.
-func clip(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
 }

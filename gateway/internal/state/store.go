@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/preflightmcp/preflight/gateway/config"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 )
 
 // Store is the gateway's short-lived shared state: single-use nonces,
@@ -159,7 +160,7 @@ func FromConfig(cfg *config.Config, opts *Options) (*Store, error) {
 	ro, err := redis.ParseURL(cfg.Redis.URL)
 	if err != nil {
 		// The URL is not repeated: it may hold a password.
-		return nil, fmt.Errorf("state: redis.url is not a Redis URL: %s", clip(strings.ReplaceAll(err.Error(), cfg.Redis.URL, "<url>"), 200))
+		return nil, fmt.Errorf("state: redis.url is not a Redis URL: %s", text.Clip(text.OneLine(strings.ReplaceAll(err.Error(), cfg.Redis.URL, "<url>")), 200))
 	}
 	o := opts.withDefaults()
 	prefix := cfg.Redis.Prefix
@@ -209,7 +210,7 @@ func checkRedis(ctx context.Context, client redis.UniversalClient, addr string) 
 	}
 	if policy := cfg["maxmemory-policy"]; cfg["maxmemory"] != "0" && policy != "" && policy != "noeviction" {
 		return fmt.Errorf("shared state (Redis at %s): maxmemory-policy is %s with maxmemory %s: Redis may evict a used nonce, which would let a confirmation be replayed; set maxmemory-policy noeviction (or maxmemory 0)",
-			addr, clip(policy, 40), clip(cfg["maxmemory"], 40))
+			addr, text.Clip(text.OneLine(policy), 40), text.Clip(text.OneLine(cfg["maxmemory"]), 40))
 	}
 	return nil
 }

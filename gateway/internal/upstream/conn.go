@@ -37,6 +37,7 @@ import (
 	"github.com/preflightmcp/preflight"
 	"github.com/preflightmcp/preflight/gateway/internal/catalog"
 	"github.com/preflightmcp/preflight/gateway/internal/quietlog"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 )
 
 // State is where a [Conn] is in its life.
@@ -241,7 +242,7 @@ func (c *Conn) setState(s State, err error) {
 	}
 	c.state = s
 	if err != nil {
-		c.lastErr = Sanitize(err.Error())
+		c.lastErr = text.Sanitize(err.Error())
 	}
 	c.mu.Unlock()
 	c.changed()
@@ -285,7 +286,7 @@ func (c *Conn) Run(ctx context.Context) {
 			return
 		}
 		if err != nil {
-			c.logger.Warn("upstream connection failed", "error", Sanitize(err.Error()))
+			c.logger.Warn("upstream connection failed", "error", text.Sanitize(err.Error()))
 			c.setState(StateDown, err)
 		} else {
 			up := time.Now()
@@ -375,7 +376,7 @@ func (c *Conn) serve(ctx context.Context, cs *mcp.ClientSession) {
 		case <-c.refresh:
 			kinds := ListKinds(c.kinds.Swap(0))
 			if err := c.relist(ctx, cs); err != nil && ctx.Err() == nil {
-				c.logger.Warn("upstream re-listing failed", "error", Sanitize(err.Error()))
+				c.logger.Warn("upstream re-listing failed", "error", text.Sanitize(err.Error()))
 			}
 			if f := c.opts.OnListChanged; f != nil && kinds != 0 {
 				f(c, kinds)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 )
 
 // Kinds of transient failure.
@@ -71,7 +72,7 @@ func (e *TransientError) Error() string {
 	}
 	msg := fmt.Sprintf("upstream %q %s (%s)", e.Upstream, what, sent)
 	if e.Err != nil && e.Kind != FailHTTP5xx && e.Kind != FailTimeout {
-		detail := Sanitize(e.Err.Error())
+		detail := text.Sanitize(e.Err.Error())
 		if len(detail) > 200 {
 			detail = detail[:200] + "..."
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 )
 
 // callTable knows the calls running on one upstream connection, to route
@@ -129,7 +130,7 @@ func (c *Conn) onLog(ctx context.Context, req *mcp.LoggingMessageRequest) {
 	if req.Params == nil {
 		return
 	}
-	c.logger.Debug("upstream log message", "level", string(req.Params.Level), "logger", Sanitize(req.Params.Logger))
+	c.logger.Debug("upstream log message", "level", string(req.Params.Level), "logger", text.Sanitize(req.Params.Logger))
 	if lc := c.calls.sole(); lc != nil && lc.peer != nil {
 		lc.peer.Log(ctx, req.Params)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/preflightmcp/preflight/gateway/internal/auth"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 )
 
 // transport returns a new transport for one connection attempt, with raw
@@ -184,7 +185,7 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 }
 
 func (l *lineLogger) emit(truncated bool) {
-	line := Sanitize(string(bytes.TrimRight(l.buf, "\r")))
+	line := text.Sanitize(string(bytes.TrimRight(l.buf, "\r")))
 	if line == "" {
 		return
 	}
@@ -196,30 +197,4 @@ func (l *lineLogger) emit(truncated bool) {
 		return
 	}
 	l.logger.Info("upstream stderr", "line", line)
-}
-
-// Sanitize removes control characters (other than tab) from text an
-// upstream supplied, so that it cannot drive a terminal when printed.
-func Sanitize(s string) string {
-	clean := true
-	for _, r := range s {
-		if isControl(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if !isControl(r) {
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-func isControl(r rune) bool {
-	return (r < 0x20 && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/audit"
 	"github.com/preflightmcp/preflight/gateway/internal/audit/pgstore"
 	"github.com/preflightmcp/preflight/gateway/internal/audit/sqlitestore"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 )
 
 // Options configure Open; nil means the defaults.
@@ -51,21 +52,14 @@ func Redact(spec string) string {
 	spec = password.ReplaceAllString(spec, "${1}xxxxx")
 	scheme, rest, ok := strings.Cut(spec, "://")
 	if !ok {
-		return clip(spec)
+		return text.Clip(spec, 200)
 	}
 	userinfo, host, ok := strings.Cut(rest, "@")
 	if !ok || strings.ContainsAny(userinfo, "/?#") {
-		return clip(spec)
+		return text.Clip(spec, 200)
 	}
 	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
-		return clip(scheme + "://" + user + ":xxxxx@" + host)
+		return text.Clip(scheme+"://"+user+":xxxxx@"+host, 200)
 	}
-	return clip(spec)
-}
-
-func clip(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "..."
-	}
-	return s
+	return text.Clip(spec, 200)
 }

@@ -25,7 +25,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -42,6 +41,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/internal/testrig/pgtest"
 	"github.com/preflightmcp/preflight/gateway/internal/testrig/redistest"
+	"github.com/preflightmcp/preflight/internal/freeport"
 )
 
 // Bounds, not synchronisation: how long a process may take to start or stop
@@ -317,7 +317,7 @@ func Start(t testing.TB, o *Options) *Fleet {
 		t.Fatal(err)
 	}
 	for attempt := 0; ; attempt++ { // a free port may be taken between probing and binding
-		port := freePort(t)
+		port := freeport.Arg(t)
 		p := f.start("haproxy", haproxy, []string{"-db", "-f", lbCfg}, append(env, "PREFLIGHT_LB_PORT="+port))
 		if err := waitHealthy("127.0.0.1:"+port, p.exited, ""); err == nil {
 			f.haproxy, f.URL = p, "http://127.0.0.1:"+port+gateway.MCPPath
@@ -344,7 +344,7 @@ func (f *Fleet) AddReplica() *Replica {
 	name := fmt.Sprintf("r%d", len(f.Replicas)+1)
 	bin, _ := build()
 	for attempt := 0; ; attempt++ {
-		port := freePort(t)
+		port := freeport.Arg(t)
 		p := f.start(name, filepath.Join(bin, "preflight"), []string{"serve", "-http", "127.0.0.1:" + port, "-config", f.config, "-log-level", "warn"}, f.env)
 		err := waitHealthy("127.0.0.1:"+port, p.exited, `"status": "ok"`)
 		if err == nil {
@@ -471,16 +471,6 @@ func waitHealthy(addr string, exited <-chan struct{}, want string) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return fmt.Errorf("not healthy within %v", startTimeout)
-}
-
-func freePort(t testing.TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	_, port, _ := net.SplitHostPort(l.Addr().String())
-	return port
 }
 
 // readLog returns the end of a log, for a failure's message.

@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -33,6 +32,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/preflightmcp/preflight/internal/freeport"
 	"go.uber.org/goleak"
 )
 
@@ -247,7 +247,7 @@ func newServer() (*Server, error) {
 		return nil, err
 	}
 	for range 5 { // a free port may be taken between probing and binding
-		if s.port, err = freePort(); err != nil {
+		if s.port, err = freeport.Get(); err != nil {
 			break
 		}
 		if err = s.start(); err == nil {
@@ -399,15 +399,6 @@ func versionOf(dir string) int {
 func isExec(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // logTail keeps the last lines a server logged, for error messages.

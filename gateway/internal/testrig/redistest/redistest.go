@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/preflightmcp/preflight/internal/freeport"
 	"go.uber.org/goleak"
 )
 
@@ -77,7 +78,7 @@ func Addr(t testing.TB) string {
 // start runs redis-server on a free loopback port and waits until it
 // says it is ready.
 func start(path string) error {
-	port, err := freePort()
+	port, err := freeport.Get()
 	if err != nil {
 		return err
 	}
@@ -139,15 +140,6 @@ func run(path string, port int, extra ...string) (*exec.Cmd, chan struct{}, erro
 		return nil, nil, fmt.Errorf("redis-server on port %d did not become ready within %v", port, readyTimeout)
 	}
 	return c, done, nil
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Main runs a test binary's tests, stops the Redis server they may have
@@ -221,7 +213,7 @@ func Start(t testing.TB, opts *ServerOptions) *Server {
 		s.args = []string{"--dir", s.dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always"}
 	}
 	for range 5 { // a free port may be taken between probing and binding
-		if s.port, err = freePort(); err != nil {
+		if s.port, err = freeport.Get(); err != nil {
 			break
 		}
 		if err = s.start(); err == nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/internal/audit"
 	"github.com/preflightmcp/preflight/gateway/internal/audit/auditstore"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 )
 
 type auditCmd struct {
@@ -138,7 +139,7 @@ func queryError(err error) error {
 	case errors.Is(err, context.DeadlineExceeded):
 		return couldNotRun(fmt.Errorf("timed out (-timeout): %w", err))
 	}
-	return fmt.Errorf("%s", strings.TrimSpace(audit.Sanitize(err.Error())))
+	return fmt.Errorf("%s", strings.TrimSpace(text.Sanitize(err.Error())))
 }
 
 // storeSpec is the store to read: -store, the audit section of -config,

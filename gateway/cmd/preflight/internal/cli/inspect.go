@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/preflightmcp/preflight"
 	"github.com/preflightmcp/preflight/disclose"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/hints"
 	"github.com/preflightmcp/preflight/policy"
 	"github.com/preflightmcp/preflight/resolve"
@@ -313,7 +314,7 @@ func (in *inspection) server() serverView {
 }
 
 func (v serverView) text() string {
-	name := oneLine(v.Name + " " + v.Version)
+	name := text.OneLine(v.Name + " " + v.Version)
 	if name == "" {
 		name = "(unnamed)"
 	}
@@ -321,7 +322,7 @@ func (v serverView) text() string {
 	if v.Extension {
 		ext = "declared"
 	}
-	return fmt.Sprintf("server %s, protocol %s, tool-resolution extension %s", name, oneLine(v.ProtocolVersion), ext)
+	return fmt.Sprintf("server %s, protocol %s, tool-resolution extension %s", name, text.OneLine(v.ProtocolVersion), ext)
 }
 
 // header writes the server line before the first operation's text, and
@@ -425,10 +426,10 @@ func (in *inspection) list(ctx context.Context) (any, error) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(t.Name), ann, hintsText(h),
 			yesNo(t.NeedsConfirmation), yesNo(t.SafeToRetry), resolvable, cell(shorten(t.Description, 50)))
 		if t.HintErrors != "" {
-			notes = append(notes, fmt.Sprintf("%s: invalid hints, ignored: %s", oneLine(t.Name), oneLine(t.HintErrors)))
+			notes = append(notes, fmt.Sprintf("%s: invalid hints, ignored: %s", text.OneLine(t.Name), text.OneLine(t.HintErrors)))
 		}
 		for _, c := range t.Contradictions {
-			notes = append(notes, fmt.Sprintf("%s: hint contradicts the annotations: %s", oneLine(t.Name), oneLine(c)))
+			notes = append(notes, fmt.Sprintf("%s: hint contradicts the annotations: %s", text.OneLine(t.Name), text.OneLine(c)))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -448,7 +449,7 @@ func (in *inspection) list(ctx context.Context) (any, error) {
 
 // cell is s for a table cell: on one line, never empty.
 func cell(s string) string {
-	if s = oneLine(s); s == "" {
+	if s = text.OneLine(s); s == "" {
 		return "-"
 	}
 	return s
@@ -530,7 +531,7 @@ func (in *inspection) resolve(ctx context.Context, op inspectOp) (any, error) {
 
 	w := in.env.stdout
 	in.header(w)
-	fmt.Fprintf(w, "tools/resolve %s %s, %s shape\n\n", oneLine(op.tool), compactJSON(op.args), in.cmd.shape)
+	fmt.Fprintf(w, "tools/resolve %s %s, %s shape\n\n", text.OneLine(op.tool), compactJSON(op.args), in.cmd.shape)
 	if !listed {
 		fmt.Fprintf(w, "note: tools/list has no tool %q\n\n", op.tool)
 	}
@@ -583,7 +584,7 @@ func (in *inspection) writeDecision(w io.Writer, tool *mcp.Tool, listed bool, d 
 	fmt.Fprintf(tw, "  safe to retry?\t%s\t%s\t%s\n", yesNo(d.SafeToRetry()), retrySource, yesNo(s.SafeToRetry()))
 	tw.Flush()
 	for _, sc := range d.SecuritySchemes {
-		fmt.Fprintf(w, "  security scheme: %s %s\n", oneLine(sc.Type), oneLine(strings.Join(sc.Scopes, " ")))
+		fmt.Fprintf(w, "  security scheme: %s %s\n", text.OneLine(sc.Type), text.OneLine(strings.Join(sc.Scopes, " ")))
 	}
 	fmt.Fprintln(w)
 }
@@ -615,11 +616,11 @@ func (in *inspection) call(ctx context.Context, op inspectOp) (any, error) {
 		return nil, in.fail(err, func(w io.Writer) { fmt.Fprintln(w, errText(err)) })
 	}
 	doc := &callDoc{Op: "call", Server: in.server(), Tool: op.tool, Arguments: op.args, Shape: in.cmd.shape, Listed: listed}
-	text := in.cmd.format != "json"
+	plain := in.cmd.format != "json"
 	w := in.env.stdout
-	if text {
+	if plain {
 		in.header(w)
-		fmt.Fprintf(w, "call %s %s, %s shape\n", oneLine(op.tool), compactJSON(op.args), in.cmd.shape)
+		fmt.Fprintf(w, "call %s %s, %s shape\n", text.OneLine(op.tool), compactJSON(op.args), in.cmd.shape)
 		if !listed {
 			fmt.Fprintf(w, "note: tools/list has no tool %q\n", op.tool)
 		}
@@ -634,14 +635,14 @@ func (in *inspection) call(ctx context.Context, op inspectOp) (any, error) {
 		doc.Error = errorDoc(perr, e)
 		return doc, in.fail(perr, func(w io.Writer) {
 			writeError(w, preflight.MethodResolve, perr, e)
-			fmt.Fprintf(w, "not called: %s\n", oneLine(op.tool))
+			fmt.Fprintf(w, "not called: %s\n", text.OneLine(op.tool))
 		})
 	}
 	doc.Decision = viewDecision(d)
 	if perr != nil {
 		doc.Warning = perr.Error()
 	}
-	if text {
+	if plain {
 		e := d.Effective
 		fmt.Fprintf(w, "decision (%s): %s, effect %s, confirm? %s, safe to retry? %s\n",
 			origin(d), annFlags(e.Annotations()), cell(string(e.Effect.Value)), yesNo(d.NeedsConfirmation()), yesNo(d.SafeToRetry()))
@@ -656,7 +657,7 @@ func (in *inspection) call(ctx context.Context, op inspectOp) (any, error) {
 			return doc, in.fail(nil, func(w io.Writer) { fmt.Fprintf(w, "refused: %s\n", doc.Refused) })
 		}
 		doc.Confirmed = true
-		if text {
+		if plain {
 			fmt.Fprintln(w, "confirmed with -yes")
 		}
 	}
@@ -678,7 +679,7 @@ func (in *inspection) call(ctx context.Context, op inspectOp) (any, error) {
 		doc.Hint = fmt.Sprintf("the server discloses its tools progressively: read the tool's description first, in the same run: preflight inspect read '%s' call %s '%s' ...",
 			uri, op.tool, compactJSON(op.args))
 	}
-	if text {
+	if plain {
 		if res.IsError {
 			fmt.Fprintln(w, "\ntool error:")
 		} else {
@@ -686,7 +687,7 @@ func (in *inspection) call(ctx context.Context, op inspectOp) (any, error) {
 		}
 		fmt.Fprint(w, indent(contentText(res), "  "))
 		if doc.Hint != "" {
-			fmt.Fprintf(w, "hint: %s\n", oneLine(doc.Hint))
+			fmt.Fprintf(w, "hint: %s\n", text.OneLine(doc.Hint))
 		}
 	}
 	if res.IsError {
@@ -721,7 +722,7 @@ func (in *inspection) read(ctx context.Context, op inspectOp) (any, error) {
 		return doc, in.fail(err, func(w io.Writer) {
 			writeError(w, "resources/read", err, e)
 			if doc.Hint != "" {
-				fmt.Fprintf(w, "  hint: %s\n", oneLine(doc.Hint))
+				fmt.Fprintf(w, "  hint: %s\n", text.OneLine(doc.Hint))
 			}
 		})
 	}
@@ -731,12 +732,12 @@ func (in *inspection) read(ctx context.Context, op inspectOp) (any, error) {
 	}
 	w := in.env.stdout
 	in.header(w)
-	fmt.Fprintf(w, "resources/read %s: %d contents\n", oneLine(op.uri), len(res.Contents))
+	fmt.Fprintf(w, "resources/read %s: %d contents\n", text.OneLine(op.uri), len(res.Contents))
 	for _, c := range res.Contents {
 		if c == nil {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s (%s):\n", oneLine(c.URI), cell(c.MIMEType))
+		fmt.Fprintf(w, "\n%s (%s):\n", text.OneLine(c.URI), cell(c.MIMEType))
 		switch {
 		case c.Blob != nil:
 			fmt.Fprintf(w, "  [blob, %d bytes]\n", len(c.Blob))
@@ -835,9 +836,9 @@ func (in *inspection) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.
 	in.questions = append(in.questions, q)
 	if in.cmd.format != "json" {
 		w := in.env.stdout
-		fmt.Fprintf(w, "question: %s\n", oneLine(p.Message))
+		fmt.Fprintf(w, "question: %s\n", text.OneLine(p.Message))
 		if p.URL != "" {
-			fmt.Fprintf(w, "  url: %s\n", oneLine(p.URL))
+			fmt.Fprintf(w, "  url: %s\n", text.OneLine(p.URL))
 		}
 		answer := q.Action
 		if q.Content != nil {
@@ -895,9 +896,9 @@ const maxTries = 3
 // question, standard input for the answers).
 func (in *inspection) prompt(ctx context.Context, p *mcp.ElicitParams) (action string, content map[string]any, err error) {
 	w := in.env.stderr
-	fmt.Fprintf(w, "\nThe server asks: %s\n", oneLine(p.Message))
+	fmt.Fprintf(w, "\nThe server asks: %s\n", text.OneLine(p.Message))
 	if p.Mode == "url" || p.URL != "" {
-		fmt.Fprintf(w, "  open: %s\n", oneLine(p.URL))
+		fmt.Fprintf(w, "  open: %s\n", text.OneLine(p.URL))
 		line, ok, err := in.ask(ctx, "  accept (you opened it)? [y/N]: ")
 		switch {
 		case err != nil:
@@ -931,22 +932,22 @@ func (in *inspection) prompt(ctx context.Context, p *mcp.ElicitParams) (action s
 			about += ", required"
 		}
 		if len(f.Enum) > 0 {
-			about += ", one of " + oneLine(compactJSON(f.Enum))
+			about += ", one of " + text.OneLine(compactJSON(f.Enum))
 		}
 		if f.Default != nil {
-			about += ", default " + oneLine(compactJSON(f.Default))
+			about += ", default " + text.OneLine(compactJSON(f.Default))
 		}
-		desc := oneLine(cmp.Or(f.Description, f.Title))
+		desc := text.OneLine(cmp.Or(f.Description, f.Title))
 		if desc != "" {
 			desc = ": " + desc
 		}
-		fmt.Fprintf(w, "  %s (%s)%s\n", oneLine(label), about, desc)
+		fmt.Fprintf(w, "  %s (%s)%s\n", text.OneLine(label), about, desc)
 		for try := 0; ; try++ {
 			if try == maxTries {
 				fmt.Fprintln(w, "  too many invalid answers: cancelled")
 				return "cancel", nil, nil
 			}
-			line, ok, err := in.ask(ctx, "  "+oneLine(label)+"> ")
+			line, ok, err := in.ask(ctx, "  "+text.OneLine(label)+"> ")
 			if err != nil {
 				return "", nil, err
 			}
@@ -1029,7 +1030,7 @@ func parseAnswer(f formField, s string) (any, error) {
 		v = s
 	}
 	if len(f.Enum) > 0 && !slices.ContainsFunc(f.Enum, func(e any) bool { return fmt.Sprint(e) == fmt.Sprint(v) }) {
-		return nil, fmt.Errorf("want one of %s", oneLine(compactJSON(f.Enum)))
+		return nil, fmt.Errorf("want one of %s", text.OneLine(compactJSON(f.Enum)))
 	}
 	return v, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/internal/pin"
 	"github.com/preflightmcp/preflight/gateway/internal/pin/sqlstore"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 )
 
 type pinsCmd struct {
@@ -220,8 +221,8 @@ func (c *pinsCmd) list(ctx context.Context, env *env, store pin.Store) error {
 		if changed == "" {
 			changed = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", oneLine(v.Server), oneLine(v.Tool), v.State,
-			since.UTC().Format("2006-01-02 15:04 UTC"), fp[:min(len(fp), 12)], oneLine(changed))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", text.OneLine(v.Server), text.OneLine(v.Tool), v.State,
+			since.UTC().Format("2006-01-02 15:04 UTC"), fp[:min(len(fp), 12)], text.OneLine(changed))
 	}
 	return tw.Flush()
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/redact"
 	"github.com/preflightmcp/preflight/gateway/internal/setup"
 	"github.com/preflightmcp/preflight/gateway/internal/stage"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 )
 
@@ -654,7 +655,7 @@ func builtinAuditStore(dir string) string { return "sqlite:" + filepath.Join(dir
 // the table tw writes, in its last column.
 func printStderr(tw io.Writer, lines []string) {
 	for _, l := range lines {
-		l = strings.ReplaceAll(upstream.Sanitize(l), "\t", " ")
+		l = strings.ReplaceAll(text.Sanitize(l), "\t", " ")
 		fmt.Fprintf(tw, "  \t\t\t\tstderr: %s\n", l)
 	}
 }
@@ -672,9 +673,9 @@ func printServing(w io.Writer, base, setup, pins string, h gateway.Health) {
 		if era == "" {
 			era = "-"
 		}
-		line := fmt.Sprintf("  %s\t%s\t%s\t%s", upstream.Sanitize(u.Name), u.State, era, plural(u.Tools, "tool"))
+		line := fmt.Sprintf("  %s\t%s\t%s\t%s", text.Sanitize(u.Name), u.State, era, plural(u.Tools, "tool"))
 		if u.LastError != "" && u.State != upstream.StateUp {
-			line += "\t" + upstream.Sanitize(u.LastError)
+			line += "\t" + text.Sanitize(u.LastError)
 		}
 		fmt.Fprintln(tw, line)
 		if u.State != upstream.StateUp {

@@ -30,6 +30,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/preflightmcp/preflight"
 	"github.com/preflightmcp/preflight/disclose"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/hints"
 	"github.com/preflightmcp/preflight/lint"
 	"github.com/preflightmcp/preflight/policy"
@@ -86,14 +87,14 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-// shorten returns the first line of s on one line (see [oneLine]), cut to
+// shorten returns the first line of s on one line (see [text.OneLine]), cut to
 // at most n runes.
 func shorten(s string, n int) string {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = strings.TrimSpace(s[:i]) + " ..."
 	}
-	s = oneLine(s)
+	s = text.OneLine(s)
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
@@ -229,9 +230,9 @@ func hintFor(code int64, method string) string {
 
 // writeRPCError writes e for a person.
 func writeRPCError(w io.Writer, method string, e *rpcError) {
-	fmt.Fprintf(w, "%s: error %d: %s\n", method, e.Code, oneLine(e.Message))
+	fmt.Fprintf(w, "%s: error %d: %s\n", method, e.Code, text.OneLine(e.Message))
 	if len(e.Data) > 0 {
-		fmt.Fprintf(w, "  data: %s\n", oneLine(string(e.Data)))
+		fmt.Fprintf(w, "  data: %s\n", text.OneLine(string(e.Data)))
 	}
 	if e.Hint != "" {
 		fmt.Fprintf(w, "  hint: %s\n", e.Hint)
@@ -281,7 +282,7 @@ func origin(d *resolve.Decision) string {
 		return "resolved, " + d.Shape + " shape"
 	case d.Fallback != nil:
 		if e := rpcErrorOf(d.Fallback, preflight.MethodResolve); e != nil {
-			return fmt.Sprintf("static: resolution failed with error %d: %s", e.Code, oneLine(e.Message))
+			return fmt.Sprintf("static: resolution failed with error %d: %s", e.Code, text.OneLine(e.Message))
 		}
 		return "static: resolution failed: " + errText(d.Fallback)
 	}
@@ -290,116 +291,12 @@ func origin(d *resolve.Decision) string {
 
 // Text output: one sanitizer for everything a server says.
 
-// sanitize returns s safe to print on a terminal: escape sequences (CSI,
-// OSC, DCS and the other ESC sequences) are removed whole, carriage
-// returns, vertical tabs, form feeds and Unicode line separators become
-// spaces, every other control character (C0 but tab and newline, DEL, C1)
-// and the Unicode bidirectional controls are removed, and invalid UTF-8
-// becomes U+FFFD. A server that puts them in a tool name, a description,
-// a result or an error cannot move the cursor, clear a line or reorder
-// what the command prints. Every line of text output passes through it
-// ([termWriter]); [oneLine] also folds newlines and tabs, for table cells.
-func sanitize(s string) string {
-	if isPlain(s) {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); {
-		if s[i] == 0x1b {
-			i = skipEscape(s, i)
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			b.WriteRune(utf8.RuneError)
-		case r == '\r' && strings.HasPrefix(s[i+1:], "\n"):
-		case r == '\r', r == '\v', r == '\f', r == '\u2028', r == '\u2029':
-			b.WriteByte(' ')
-		case r == '\t', r == '\n':
-			b.WriteRune(r)
-		case r < 0x20, r >= 0x7f && r < 0xa0, isBidiControl(r):
-		default:
-			b.WriteRune(r)
-		}
-		i += n
-	}
-	return b.String()
-}
-
-// isPlain reports whether s is printable ASCII, tabs and newlines only.
-func isPlain(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= 0x7f || c < 0x20 && c != '\t' && c != '\n' {
-			return false
-		}
-	}
-	return true
-}
-
-// isBidiControl reports the characters that reorder the display of text
-// (Trojan Source, CVE-2021-42574).
-func isBidiControl(r rune) bool {
-	switch {
-	case r == '\u061c', r == '\u200e', r == '\u200f',
-		r >= '\u202a' && r <= '\u202e', r >= '\u2066' && r <= '\u2069':
-		return true
-	}
-	return false
-}
-
-// skipEscape returns the index just past the escape sequence that starts
-// with the ESC at s[i].
-func skipEscape(s string, i int) int {
-	j := i + 1
-	if j >= len(s) {
-		return j
-	}
-	switch s[j] {
-	case '[': // CSI: parameters and intermediates, then a final byte
-		j++
-		for j < len(s) && s[j] >= 0x20 && s[j] <= 0x3f {
-			j++
-		}
-		if j < len(s) && s[j] >= 0x40 && s[j] <= 0x7e {
-			j++
-		}
-		return j
-	case ']', 'P', 'X', '^', '_': // OSC, DCS, SOS, PM, APC: a string up to BEL or ST
-		for j++; j < len(s); j++ {
-			switch {
-			case s[j] == 0x07:
-				return j + 1
-			case s[j] == 0x1b && j+1 < len(s) && s[j+1] == '\\':
-				return j + 2
-			case s[j] == 0x1b:
-				return j
-			}
-		}
-		return j
-	}
-	for j < len(s) && s[j] >= 0x20 && s[j] <= 0x2f { // intermediates, as in ESC ( B
-		j++
-	}
-	if j < len(s) && s[j] >= 0x30 && s[j] <= 0x7e {
-		j++
-	}
-	return j
-}
-
-// oneLine is [sanitize] with every run of white space (newlines and tabs
-// included) folded into one space: for table cells and one-line messages.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(sanitize(s)), " ")
-}
-
-// escapeUnsafe returns a line of JSON with the characters [sanitize] would
+// escapeUnsafe returns a line of JSON with the characters [text.Sanitize] would
 // remove written as \u escapes: the same JSON values, harmless on a
 // terminal. (The encoder already escapes C0 controls; C1 controls, DEL,
 // bidirectional controls and line separators are valid JSON as they are.)
 func escapeUnsafe(s string) string {
-	if isPlain(s) {
+	if text.Plain(s) {
 		return s
 	}
 	var b strings.Builder
@@ -407,7 +304,7 @@ func escapeUnsafe(s string) string {
 		switch {
 		case r == '\t', r == '\n', r == '\r':
 			b.WriteRune(r)
-		case r < 0x20, r >= 0x7f && r < 0xa0, isBidiControl(r), r == '\u2028', r == '\u2029':
+		case r < 0x20, r >= 0x7f && r < 0xa0, text.IsBidiControl(r), r == '\u2028', r == '\u2029', r == '\ufeff':
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteRune(r)
@@ -420,7 +317,7 @@ func escapeUnsafe(s string) string {
 type outputMode int
 
 const (
-	textOutput outputMode = iota // lines go through sanitize
+	textOutput outputMode = iota // lines go through text.Sanitize
 	jsonOutput                   // lines go through escapeUnsafe
 )
 
@@ -428,7 +325,7 @@ const (
 const maxLine = 64 << 10
 
 // termWriter writes to w a line at a time, made safe for a terminal by
-// [sanitize] (or [escapeUnsafe] for JSON). It is safe for concurrent use.
+// [text.Sanitize] (or [escapeUnsafe] for JSON). It is safe for concurrent use.
 // Flush writes a last line without its newline.
 type termWriter struct {
 	mu   sync.Mutex
@@ -482,7 +379,7 @@ func (t *termWriter) emit(line []byte) {
 	if t.mode == jsonOutput {
 		s = escapeUnsafe(s)
 	} else {
-		s = sanitize(s)
+		s = text.Sanitize(s)
 	}
 	_, t.err = io.WriteString(t.w, s)
 }
@@ -683,7 +580,7 @@ func transportProblem(err error) string {
 	case errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, io.EOF):
 		return "the connection to the server closed (did it exit? its output, if any, is above)"
 	case errors.As(err, &urlErr):
-		return oneLine(urlErr.Err.Error())
+		return text.OneLine(urlErr.Err.Error())
 	}
 	return ""
 }
@@ -695,9 +592,9 @@ func errText(err error) string {
 		return p
 	}
 	if e := rpcErrorOf(err, ""); e != nil {
-		return oneLine(fmt.Sprintf("error %d: %s", e.Code, e.Message))
+		return text.OneLine(fmt.Sprintf("error %d: %s", e.Code, e.Message))
 	}
-	return oneLine(err.Error())
+	return text.OneLine(err.Error())
 }
 
 // statusRecorder keeps the status of the last HTTP response.
@@ -798,21 +695,21 @@ func readDescriptions(ctx context.Context, cs *mcp.ClientSession, uri string, na
 		if err != nil {
 			return nil, fmt.Errorf("resources/read %s: %s", uri, errText(err))
 		}
-		var text string
+		var body string
 		for _, c := range res.Contents {
 			if c != nil && c.Text != "" {
-				text = c.Text
+				body = c.Text
 				break
 			}
 		}
 		var entries map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(text), &entries); err != nil {
+		if err := json.Unmarshal([]byte(body), &entries); err != nil {
 			return nil, fmt.Errorf("resources/read %s: not a JSON object of descriptions: %v", uri, err)
 		}
 		for _, n := range batch {
 			e, ok := entries[n]
 			if !ok {
-				return nil, fmt.Errorf("resources/read %s: no description of %s", uri, oneLine(n))
+				return nil, fmt.Errorf("resources/read %s: no description of %s", uri, text.OneLine(n))
 			}
 			full[n] = e
 		}

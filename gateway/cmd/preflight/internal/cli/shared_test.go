@@ -15,41 +15,18 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/preflightmcp/preflight/endpoint"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/hints"
 	"github.com/preflightmcp/preflight/inject"
 )
 
-func TestSanitize(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"plain text\twith a tab\n", "plain text\twith a tab\n"},
-		{"red \x1b[31mALERT\x1b[0m", "red ALERT"},
-		{"up\x1b[1A\x1b[2Kover", "upover"},
-		{"title \x1b]0;pwned\x07set", "title set"},
-		{"title \x1b]0;pwned\x1b\\set", "title set"},
-		{"dcs \x1bPq#0;2;0;0;0\x1b\\done", "dcs done"},
-		{"charset \x1b(Bok", "charset ok"},
-		{"cut \x1b[", "cut "},
-		{"lone \x1b", "lone "},
-		{"ok\rDANGER", "ok DANGER"},
-		{"crlf\r\nline", "crlf\nline"},
-		{"bell\x07 del\x7f nul\x00 c1\u009b31m", "bell del nul c131m"},
-		{"bidi \u202eevil\u202c \u2066x\u2069 \u200fy\u061c", "bidi evil x y"},
-		{"sep\u2028para\u2029end", "sep para end"},
-		{"bad \xff utf8", "bad \ufffd utf8"},
-		{"ünïcödé 日本 ✓", "ünïcödé 日本 ✓"},
-	} {
-		if got := sanitize(tc.in); got != tc.want {
-			t.Errorf("sanitize(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-	if got := oneLine("a\x1b[2K\n\tb\r\nc"); got != "a b c" {
-		t.Errorf("oneLine = %q", got)
-	}
+// TestEscapeUnsafe: a JSON line keeps its value with the characters
+// text.Sanitize would drop escaped.
+func TestEscapeUnsafe(t *testing.T) {
 	if got := escapeUnsafe("\"\u202eevil\u0085\u2028\" ok ✓"); got != `"\u202eevil\u0085\u2028" ok ✓` {
 		t.Errorf("escapeUnsafe = %q", got)
 	}
@@ -59,26 +36,14 @@ func TestSanitize(t *testing.T) {
 // server: ESC and the other controls but tab and newline, C1, the
 // bidirectional controls, line separators.
 func unsafeRune(r rune) bool {
-	return r < 0x20 && r != '\t' && r != '\n' || r >= 0x7f && r < 0xa0 || isBidiControl(r) || r == '\u2028' || r == '\u2029' || r == utf8.RuneError
+	return r < 0x20 && r != '\t' && r != '\n' || r >= 0x7f && r < 0xa0 || text.IsBidiControl(r) || r == '\u2028' || r == '\u2029'
 }
 
-func FuzzSanitize(f *testing.F) {
+func FuzzEscapeUnsafe(f *testing.F) {
 	for _, s := range []string{"a\x1b[31mb", "\x1b]0;x\x07", "\r\n", "\u202e", "\xff\xfe", "\x1bP\x1b\\", "\x1b(", "\u009b"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got := sanitize(s)
-		if !utf8.ValidString(got) {
-			t.Fatalf("sanitize(%q) = %q: invalid UTF-8", s, got)
-		}
-		for _, r := range got {
-			if unsafeRune(r) && r != utf8.RuneError {
-				t.Fatalf("sanitize(%q) = %q keeps %U", s, got, r)
-			}
-		}
-		if again := sanitize(got); again != got {
-			t.Fatalf("sanitize is not idempotent on %q: %q, then %q", s, got, again)
-		}
 		var v, want string
 		raw := mustJSON(t, s)
 		line := escapeUnsafe(string(raw))
@@ -89,7 +54,7 @@ func FuzzSanitize(f *testing.F) {
 			t.Fatalf("escapeUnsafe changed the JSON value of %q: %q, want %q (%v)", s, v, want, err)
 		}
 		for _, r := range line {
-			if unsafeRune(r) && r != utf8.RuneError {
+			if unsafeRune(r) {
 				t.Fatalf("escapeUnsafe(%q) keeps %U", line, r)
 			}
 		}
@@ -406,23 +371,5 @@ func TestServerExits(t *testing.T) {
 	code, out, errOut := runMain(t, append([]string{"inspect", "call", "die", "--"}, hostileCommand(t)...)...)
 	if code != exitCouldNotRun || !strings.Contains(errOut, "preflight inspect: the connection to the server closed") {
 		t.Errorf("exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
-	}
-}
-
-// BenchmarkSanitize measures the sanitizer every line of text output
-// passes through: plain ASCII (the fast path) and a line full of escape
-// sequences.
-//
-//	go test -run '^$' -bench Sanitize ./gateway/internal/cli/
-func BenchmarkSanitize(b *testing.B) {
-	plain := "manage_files  -- d - --  effect=delete  yes  no  Read, append, replace, or delete\n"
-	hostile := strings.Repeat(hostileDesc+" ", 4) + "\n"
-	for name, line := range map[string]string{"plain": plain, "hostile": hostile} {
-		b.Run(name, func(b *testing.B) {
-			b.SetBytes(int64(len(line)))
-			for b.Loop() {
-				_ = sanitize(line)
-			}
-		})
 	}
 }

@@ -101,20 +101,20 @@ func TestDesktopStory(t *testing.T) {
 		}
 		return r
 	}
-	if r := call("filesystem__read_text_file", map[string]any{"path": filepath.Join(files, "notes.txt")}); r.IsError || !strings.Contains(text(r), "the desktop's notes") {
-		t.Errorf("the read: %s", text(r))
+	if r := call("filesystem__read_text_file", map[string]any{"path": filepath.Join(files, "notes.txt")}); r.IsError || !strings.Contains(resultText(r), "the desktop's notes") {
+		t.Errorf("the read: %s", resultText(r))
 	}
 	if r := call("memory__create_entities", map[string]any{"entities": []any{map[string]any{"name": "alice", "entityType": "person", "observations": []string{"likes tea"}}}}); r.IsError {
-		t.Fatalf("create_entities: %s", text(r))
+		t.Fatalf("create_entities: %s", resultText(r))
 	}
 	del := map[string]any{"entityNames": []string{"alice"}}
 	held := call("memory__delete_entities", del)
-	m := regexp.MustCompile(`(http://127\.0\.0\.1:\d+)/ui/approvals/([A-Za-z0-9_-]+)`).FindStringSubmatch(text(held))
+	m := regexp.MustCompile(`(http://127\.0\.0\.1:\d+)/ui/approvals/([A-Za-z0-9_-]+)`).FindStringSubmatch(resultText(held))
 	if !held.IsError || m == nil {
-		t.Fatalf("the delete was not held for the page: %s", text(held))
+		t.Fatalf("the delete was not held for the page: %s", resultText(held))
 	}
-	if r := call("memory__read_graph", map[string]any{}); !strings.Contains(text(r), "alice") {
-		t.Fatalf("the held delete ran: %s", text(r))
+	if r := call("memory__read_graph", map[string]any{}); !strings.Contains(resultText(r), "alice") {
+		t.Fatalf("the held delete ran: %s", resultText(r))
 	}
 
 	// The person gets a link with preflight login and approves.
@@ -132,15 +132,15 @@ func TestDesktopStory(t *testing.T) {
 	b.post(m[1]+"/ui/approvals/"+m[2]+"/approve", map[string][]string{"csrf": {csrf[1]}})
 
 	if r := call("memory__delete_entities", del); r.IsError {
-		t.Fatalf("the approved retry: %s", text(r))
+		t.Fatalf("the approved retry: %s", resultText(r))
 	}
-	if r := call("memory__read_graph", map[string]any{}); strings.Contains(text(r), "alice") {
-		t.Errorf("the approved delete did not run: %s", text(r))
+	if r := call("memory__read_graph", map[string]any{}); strings.Contains(resultText(r), "alice") {
+		t.Errorf("the approved delete did not run: %s", resultText(r))
 	}
 }
 
-// text is a tool result's text content.
-func text(r *mcp.CallToolResult) string {
+// resultText is a tool result's text content.
+func resultText(r *mcp.CallToolResult) string {
 	var b strings.Builder
 	for _, c := range r.Content {
 		if tc, ok := c.(*mcp.TextContent); ok {

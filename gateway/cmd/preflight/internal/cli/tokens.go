@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/preflightmcp/preflight/disclose"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/gateway/internal/tokens"
 )
 
@@ -282,7 +283,7 @@ func (c *tokensCmd) fromServer(ctx context.Context, env *env, inv invocation, le
 		entry := full[t.Name]
 		var today mcp.Tool
 		if err := json.Unmarshal(entry, &today); err != nil || today.Name != t.Name {
-			return nil, false, couldNotRun(fmt.Errorf("resources/read %s: the entry of %s is not a tool definition: %s", uri, oneLine(t.Name), shorten(string(entry), 120)))
+			return nil, false, couldNotRun(fmt.Errorf("resources/read %s: the entry of %s is not a tool definition: %s", uri, text.OneLine(t.Name), shorten(string(entry), 120)))
 		}
 		ts = append(ts, tokens.Tool{Listed: &today, Minimal: t, Fetched: entry})
 	}
@@ -403,7 +404,7 @@ func (c *tokensCmd) writeFailures(w io.Writer, doc tokensDoc) {
 			if len(t.SourceProblems) > 0 {
 				note = " (listed today: " + strings.Join(t.SourceProblems, ", ") + ")"
 			}
-			fmt.Fprintf(w, "- %s %s: %q: %s%s\n", filepath.Base(r.Source), oneLine(t.Name), t.MinimalDescription, strings.Join(t.Problems, ", "), note)
+			fmt.Fprintf(w, "- %s %s: %q: %s%s\n", filepath.Base(r.Source), text.OneLine(t.Name), t.MinimalDescription, strings.Join(t.Problems, ", "), note)
 		}
 	}
 }
@@ -443,7 +444,7 @@ func writeToolTable(w io.Writer, r catalogReport) error {
 		if len(t.Problems) > 0 {
 			check = "FAIL"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\t%s\n", oneLine(t.Name), t.Today, t.Minimal, percent(saving), t.Fetch, check, shorten(t.MinimalDescription, 70))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\t%s\n", text.OneLine(t.Name), t.Today, t.Minimal, percent(saving), t.Fetch, check, shorten(t.MinimalDescription, 70))
 	}
 	return tw.Flush()
 }

@@ -1,0 +1,130 @@
+package text_test
+
+import (
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/preflightmcp/preflight/gateway/internal/text"
+)
+
+func TestClip(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly", 7, "exactly"},
+		{"abcdef", 3, "abc…"},
+		{"日本語", 4, "日…"}, // 日 is 3 bytes: the cut backs off to a rune start
+		{"日本語", 2, "…"},
+		{"x", 0, "…"},
+		{"", 0, ""},
+	} {
+		if got := text.Clip(tc.in, tc.max); got != tc.want {
+			t.Errorf("Clip(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+		}
+	}
+}
+
+func FuzzClip(f *testing.F) {
+	f.Add("日本語テキスト", 5)
+	f.Add("plain", 2)
+	f.Fuzz(func(t *testing.T, s string, max int) {
+		if max < 0 || max > 1<<16 {
+			return
+		}
+		got := text.Clip(s, max)
+		if len(s) <= max {
+			if got != s {
+				t.Fatalf("Clip(%q, %d) = %q, changed a text within the bound", s, max, got)
+			}
+			return
+		}
+		head := strings.TrimSuffix(got, text.Ellipsis)
+		if len(head) > max || !strings.HasPrefix(s, head) {
+			t.Fatalf("Clip(%q, %d) = %q", s, max, got)
+		}
+		if utf8.ValidString(s) && !utf8.ValidString(got) {
+			t.Fatalf("Clip(%q, %d) = %q cut a rune", s, max, got)
+		}
+	})
+}
+
+func TestSanitize(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"plain text\twith a tab\n", "plain text\twith a tab\n"},
+		{"red \x1b[31mALERT\x1b[0m", "red ALERT"},
+		{"up\x1b[1A\x1b[2Kover", "upover"},
+		{"title \x1b]0;pwned\x07set", "title set"},
+		{"title \x1b]0;pwned\x1b\\set", "title set"},
+		{"osc st \x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\", "osc st link"},
+		{"dcs \x1bPq#0;2;0;0;0\x1b\\done", "dcs done"},
+		{"charset \x1b(Bok", "charset ok"},
+		{"cut \x1b[", "cut "},
+		{"csi \x1b[1;2", "csi "},
+		{"lone \x1b", "lone "},
+		{"ok\rDANGER", "ok DANGER"},
+		{"crlf\r\nline", "crlf\nline"},
+		{"bell\x07 del\x7f nul\x00 c1\u009b31m", "bell del nul c131m"},
+		{"bidi \u202eevil\u202c \u2066x\u2069 \u200fy\u061c", "bidi evil x y"},
+		{"sep\u2028para\u2029end", "sep para end"},
+		{"bom\ufeff", "bom"},
+		{"bad \xff utf8", "bad \ufffd utf8"},
+		{"ünïcödé 日本 ✓", "ünïcödé 日本 ✓"},
+	} {
+		if got := text.Sanitize(tc.in); got != tc.want {
+			t.Errorf("Sanitize(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	if got := text.OneLine("a\x1b[2K\n\tb\r\nc "); got != "a b c" {
+		t.Errorf("OneLine = %q", got)
+	}
+}
+
+// FuzzSanitize: the output is valid UTF-8 with no control character but
+// tab and newline, no bidirectional control and no line separator; it is
+// a fixed point; it grows at most threefold (a byte of invalid UTF-8
+// becomes U+FFFD).
+func FuzzSanitize(f *testing.F) {
+	for _, s := range []string{"a\x1b[31mb", "\x1b]0;x\x07", "\r\n", "\u202e", "\xff\xfe", "\x1bP\x1b\\", "\x1b(", "\u009b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := text.Sanitize(s)
+		if !utf8.ValidString(got) {
+			t.Fatalf("Sanitize(%q) = %q: invalid UTF-8", s, got)
+		}
+		for _, r := range got {
+			if r != '\t' && r != '\n' && (unicode.IsControl(r) || text.IsBidiControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029') {
+				t.Fatalf("Sanitize(%q) = %q keeps %U", s, got, r)
+			}
+		}
+		if again := text.Sanitize(got); again != got {
+			t.Fatalf("Sanitize is not idempotent on %q: %q, then %q", s, got, again)
+		}
+		if len(got) > 3*len(s) {
+			t.Fatalf("grew from %d to %d bytes", len(s), len(got))
+		}
+	})
+}
+
+// BenchmarkSanitize measures the sanitizer every line of the command's text
+// output passes through: plain ASCII (the fast path) and a line full of
+// escape sequences.
+//
+//	go test -run '^$' -bench Sanitize ./gateway/internal/text/
+func BenchmarkSanitize(b *testing.B) {
+	plain := "manage_files  -- d - --  effect=delete  yes  no  Read, append, replace, or delete\n"
+	hostile := strings.Repeat("\x1b[2J\x1b[H\x1b]0;owned\x07\u202eevil\u202c \r", 8) + "\n"
+	for name, line := range map[string]string{"plain": plain, "hostile": hostile} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(line)))
+			for b.Loop() {
+				_ = text.Sanitize(line)
+			}
+		})
+	}
+}
