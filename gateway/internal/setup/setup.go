@@ -7,6 +7,7 @@
 package setup
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -183,7 +184,8 @@ func Options(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*gat
 	if cfg.Redis.URL != "" {
 		// Single-use confirmations (and approval notifications) need the
 		// state every replica shares.
-		st, err := state.FromConfig(cfg, nil)
+		prefix := cmp.Or(cfg.Redis.Prefix, config.DefaultRedisPrefix)
+		st, err := state.Open(cfg.Redis.URL, &state.Options{Prefix: prefix + "state:"})
 		if err != nil {
 			_ = opts.Close()
 			return nil, fmt.Errorf("configuration: redis: %w", err)

@@ -3,8 +3,8 @@
 // limits ([Limiter]) and notifications between replicas ([Bus], [Wait]).
 // A [Store] bundles the three, either in this process ([NewMemory], the
 // embedded default for one gateway) or in Redis ([NewRedis]), shared by
-// every replica that uses the same server and key prefix; [FromConfig]
-// picks one from the gateway's configuration.
+// every replica that uses the same server and key prefix; [Open] picks
+// one from a Redis URL (package setup reads it from the configuration).
 //
 // Failure policy: when Redis cannot be reached, every operation returns an
 // error matching [ErrUnavailable] that says where Redis is and what the

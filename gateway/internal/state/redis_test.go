@@ -10,7 +10,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/internal/state"
 	"github.com/preflightmcp/preflight/gateway/internal/testrig/redistest"
 )
@@ -316,16 +315,12 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-// TestFromConfig: the configuration's redis section makes a Redis store
-// under redis.prefix + "state:"; without it the store is in memory.
-func TestFromConfig(t *testing.T) {
+// TestOpen: a Redis URL makes a Redis store with keys under the prefix
+// asked for, whose Close closes its client; without a URL the store is in
+// memory; a URL that is not a Redis URL is refused without repeating it.
+func TestOpen(t *testing.T) {
 	prefix := redistest.Prefix(t)
-	yaml := "servers:\n  echo: {command: echo}\nredis:\n  url: redis://" + redistest.Addr(t) + "/0\n  prefix: \"" + prefix + "\"\n"
-	cfg, err := config.Parse("gateway.yaml", []byte(yaml), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := state.FromConfig(cfg, nil)
+	s, err := state.Open("redis://"+redistest.Addr(t)+"/0", &state.Options{Prefix: prefix + "state:"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,11 +345,10 @@ func TestFromConfig(t *testing.T) {
 		t.Errorf("after close: %v", err)
 	}
 
-	cfg, err = config.Parse("gateway.yaml", []byte("servers:\n  echo: {command: echo}\n"), nil)
-	if err != nil {
-		t.Fatal(err)
+	if _, err := state.Open("http://"+redistest.Addr(t), nil); err == nil || strings.Contains(err.Error(), redistest.Addr(t)) {
+		t.Errorf("a URL that is not Redis's: %v", err)
 	}
-	m, err := state.FromConfig(cfg, nil)
+	m, err := state.Open("", nil)
 	if err != nil || m.String() != "memory" {
 		t.Fatalf("without redis: %v %v", m, err)
 	}

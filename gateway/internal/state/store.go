@@ -10,7 +10,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/internal/text"
 )
 
@@ -148,28 +147,20 @@ func NewRedis(client redis.UniversalClient, opts *Options) *Store {
 	}
 }
 
-// FromConfig returns the store the gateway's configuration names: Redis
-// at redis.url, with keys under redis.prefix + "state:", when the file
-// names a Redis server; the in-process store otherwise. The store owns
-// the Redis client it makes and closes it in Close. opts may be nil; its
-// Prefix is replaced by the configuration's.
-func FromConfig(cfg *config.Config, opts *Options) (*Store, error) {
-	if cfg == nil || cfg.Redis.URL == "" {
+// Open returns the store at redisURL, with keys under opts.Prefix, when
+// it is set; the in-process store otherwise. The store owns the Redis
+// client it makes and closes it in Close. opts may be nil.
+func Open(redisURL string, opts *Options) (*Store, error) {
+	if redisURL == "" {
 		return NewMemory(opts), nil
 	}
-	ro, err := redis.ParseURL(cfg.Redis.URL)
+	ro, err := redis.ParseURL(redisURL)
 	if err != nil {
 		// The URL is not repeated: it may hold a password.
-		return nil, fmt.Errorf("state: redis.url is not a Redis URL: %s", text.Clip(text.OneLine(strings.ReplaceAll(err.Error(), cfg.Redis.URL, "<url>")), 200))
+		return nil, fmt.Errorf("state: redis.url is not a Redis URL: %s", text.Clip(text.OneLine(strings.ReplaceAll(err.Error(), redisURL, "<url>")), 200))
 	}
-	o := opts.withDefaults()
-	prefix := cfg.Redis.Prefix
-	if prefix == "" {
-		prefix = config.DefaultRedisPrefix
-	}
-	o.Prefix = prefix + "state:"
 	client := redis.NewClient(ro)
-	s := NewRedis(client, &o)
+	s := NewRedis(client, opts)
 	closeBus := s.close
 	s.close = func() error { return errors.Join(closeBus(), client.Close()) }
 	return s, nil
@@ -182,7 +173,7 @@ func FromConfig(cfg *config.Config, opts *Options) (*Store, error) {
 func (s *Store) Check(ctx context.Context) error { return s.check(ctx) }
 
 // Close stops the store's bus (closing every subscription's channel) and,
-// for a store made by [FromConfig], its Redis client.
+// for a store made by [Open], its Redis client.
 func (s *Store) Close() error { return s.close() }
 
 // String says where the state lives: "memory" or "redis at ADDR".
