@@ -2,13 +2,9 @@ package audit
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/preflightmcp/preflight/gateway/internal/redact"
 )
@@ -77,45 +73,23 @@ func withhold(v any, sensitive []string, depth int) any {
 }
 
 // redactSecrets replaces, in every string of *v, each value that looks like
-// a secret by "[REDACTED:kind]"; the strings are scanned together, so that
-// a value found in one is replaced in all. It reports false when they could
-// not be scanned.
+// a secret by "[REDACTED:kind]" ([redact.ReplaceSecrets]); a detector's
+// match without a secret's form stays, as it ran. It reports false when
+// the strings could not be scanned.
 func redactSecrets(v *any) bool {
-	var texts []mcp.Content
-	walkStrings(v, 0, func(s *string) { texts = append(texts, &mcp.TextContent{Text: *s}) })
-	if len(texts) == 0 {
-		return true
-	}
-	r, err := redact.SecretScanner()
-	if err != nil {
-		return false
-	}
-	found, ok := r.Find(&mcp.CallToolResult{Content: texts})
+	var texts []string
+	walkStrings(v, 0, func(s *string) { texts = append(texts, *s) })
+	found, ok := redact.ReplaceSecrets(texts)
 	if !ok {
 		return false
 	}
-	if len(found) == 0 {
-		return true
-	}
-	// Longest first, so that a value holding another is replaced whole.
-	values := make([]string, 0, len(found))
-	for value := range found {
-		if redact.Plausible(value) { // else a match that spans a command: kept, as it ran
-			values = append(values, value)
-		}
-	}
-	slices.SortFunc(values, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
-	pairs := make([]string, 0, 2*len(values))
-	for _, value := range values {
-		pairs = append(pairs, value, "[REDACTED:"+found[value]+"]")
-	}
-	replacer := strings.NewReplacer(pairs...)
-	walkStrings(v, 0, func(s *string) { *s = replacer.Replace(*s) })
+	i := 0
+	walkStrings(v, 0, func(s *string) { *s = found.Texts[i]; i++ })
 	return true
 }
 
 // walkStrings calls f with each string in *v, object keys included,
-// within maxArgsDepth.
+// within maxArgsDepth, in an order that depends on *v alone.
 func walkStrings(v *any, depth int, f func(*string)) {
 	if depth > maxArgsDepth {
 		return
@@ -129,6 +103,7 @@ func walkStrings(v *any, depth int, f func(*string)) {
 		for k := range e {
 			keys = append(keys, k)
 		}
+		slices.Sort(keys) // the same order on every walk
 		for _, k := range keys {
 			x := e[k]
 			walkStrings(&x, depth+1, f)
