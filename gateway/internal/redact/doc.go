@@ -9,8 +9,10 @@
 // from [Options.Withhold] up it is replaced by a tool error saying it was
 // withheld and why; below, it passes untouched.
 //
-// Secrets are found by gitleaks' default rule set (its config/gitleaks.toml,
-// embedded in github.com/zricethezav/gitleaks/v8), with gitleaks' keywords,
+// Secrets are found by gitleaks' default rule set (a copy of its
+// config/gitleaks.toml, in gitleaks/ with its licence; tests hold it to the
+// gitleaks version go.mod requires and to the rules gitleaks builds from
+// it), with gitleaks' keywords,
 // expressions, secret groups, entropy limits and allowlists, but not its
 // "gitleaks:allow" comments, which the text's author controls. The rules
 // run only in windows around their keywords, worked out from each

@@ -143,3 +143,14 @@ func (m *keywordMatcher) walk(t string, fn func(start, keyword int)) (ascii bool
 	}
 	return high < 0x80
 }
+
+// found reports whether t holds a keyword.
+func (m *keywordMatcher) found(t string) bool {
+	s := 0
+	for i := 0; i < len(t); i++ {
+		if s = int(m.next[s*m.classes+int(m.class[t[i]])]); s >= m.firstOut {
+			return true
+		}
+	}
+	return false
+}

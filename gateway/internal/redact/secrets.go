@@ -10,13 +10,9 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
-
-	"github.com/spf13/viper"
-	"github.com/zricethezav/gitleaks/v8/config"
 )
 
-// secretRules are gitleaks' default rules (config/gitleaks.toml, embedded
-// in the library), compiled once per process.
+// secretRules are gitleaks' default rules, compiled once per process.
 var secretRules = sync.OnceValues(loadSecretRules)
 
 // ruleSet is a compiled rule set with its keyword automaton.
@@ -25,7 +21,7 @@ type ruleSet struct {
 	keywords []string // lower case
 	matcher  *keywordMatcher
 	users    [][]int // keyword index -> rules that list it
-	global   []*config.Allowlist
+	global   []*allowlist
 }
 
 // secretRule is one gitleaks rule.
@@ -34,7 +30,7 @@ type secretRule struct {
 	re          *regexp.Regexp
 	secretGroup int
 	entropy     float64
-	allow       []*config.Allowlist
+	allow       []*allowlist
 	keywords    []int
 	plans       []plan // nil: run on the whole text when a keyword occurs
 	// weight scales what reading a byte costs the budget: Go's engine
@@ -43,49 +39,28 @@ type secretRule struct {
 }
 
 func loadSecretRules() (*ruleSet, error) {
-	cfg, err := defaultConfig()
+	cfg, err := parseGitleaksRules(gitleaksTOML)
 	if err != nil {
 		return nil, err
 	}
 	return newRuleSet(cfg)
 }
 
-// defaultConfig reads gitleaks' default configuration with a viper of its
-// own (gitleaks' NewDetectorDefaultConfig uses viper's global instance).
-func defaultConfig() (config.Config, error) {
-	v := viper.New()
-	v.SetConfigType("toml")
-	if err := v.ReadConfig(strings.NewReader(config.DefaultConfig)); err != nil {
-		return config.Config{}, fmt.Errorf("redact: reading gitleaks' default rules: %w", err)
-	}
-	var vc config.ViperConfig
-	if err := v.Unmarshal(&vc); err != nil {
-		return config.Config{}, fmt.Errorf("redact: reading gitleaks' default rules: %w", err)
-	}
-	cfg, err := vc.Translate()
-	if err != nil {
-		return config.Config{}, fmt.Errorf("redact: compiling gitleaks' default rules: %w", err)
-	}
-	return cfg, nil
-}
-
-func newRuleSet(cfg config.Config) (*ruleSet, error) {
-	rs := &ruleSet{global: cfg.Allowlists}
+func newRuleSet(cfg *gitleaksRules) (*ruleSet, error) {
+	rs := &ruleSet{global: cfg.global}
 	index := map[string]int{}
-	for _, id := range cfg.OrderedRules {
-		r, ok := cfg.Rules[id]
-		if !ok || r.Regex == nil || r.Path != nil || r.SkipReport || len(r.Keywords) == 0 {
+	for _, r := range cfg.rules {
+		if r.re == nil || r.path != "" || r.skipReport || len(r.required) > 0 || len(r.keywords) == 0 {
 			// Rules limited to some file names do not apply to a result,
 			// which has none, as gitleaks does not apply them to a text
 			// without one. Rules reported only as part of another, and
-			// rules without keywords, are not in the default set (a test
-			// checks it).
+			// composite rules and rules without keywords, are not in the
+			// default set (a test checks it).
 			continue
 		}
-		sr := &secretRule{id: r.RuleID, re: r.Regex, secretGroup: r.SecretGroup, entropy: r.Entropy, allow: r.Allowlists}
+		sr := &secretRule{id: r.id, re: r.re, secretGroup: r.secretGroup, entropy: r.entropy, allow: r.allow}
 		var kws []string
-		for _, k := range r.Keywords {
-			k = strings.ToLower(k)
+		for _, k := range r.keywords {
 			i, ok := index[k]
 			if !ok {
 				i = len(rs.keywords)
@@ -104,9 +79,9 @@ func newRuleSet(cfg config.Config) (*ruleSet, error) {
 			ascii = ascii && isASCII(k)
 		}
 		if ascii {
-			parsed, err := syntax.Parse(r.Regex.String(), syntax.Perl)
+			parsed, err := syntax.Parse(r.re.String(), syntax.Perl)
 			if err != nil {
-				return nil, fmt.Errorf("redact: rule %s: %w", r.RuleID, err)
+				return nil, fmt.Errorf("redact: rule %s: %w", r.id, err)
 			}
 			sr.plans = plans(parsed, kws)
 			if prog, err := syntax.Compile(parsed.Simplify()); err == nil {
@@ -462,9 +437,9 @@ func (rs *ruleSet) report(r *secretRule, src origin, read string, ms, me int, em
 // allowed is gitleaks' allowlist check for a finding without a commit or
 // a file: with the OR condition a regex or a stop word suffices; with AND
 // every check the allowlist has must pass, and commit and path checks fail.
-func allowed(a *config.Allowlist, secret, match, line string) bool {
+func allowed(a *allowlist, secret, match, line string) bool {
 	target := secret
-	switch a.RegexTarget {
+	switch a.target {
 	case "match":
 		target = match
 	case "line":
@@ -473,24 +448,24 @@ func allowed(a *config.Allowlist, secret, match, line string) bool {
 	// The expressions one by one rather than RegexAllowed's alternation
 	// of all of them: most are anchored and fail at once on their own.
 	regex := false
-	for _, re := range a.Regexes {
+	for _, re := range a.regexes {
 		if re.MatchString(target) {
 			regex = true
 			break
 		}
 	}
-	stop, _ := a.ContainsStopWord(secret)
-	if a.MatchCondition == config.AllowlistMatchAnd {
-		if len(a.Commits) > 0 || len(a.Paths) > 0 {
+	stop := a.containsStopWord(secret)
+	if a.and {
+		if len(a.commits) > 0 || len(a.paths) > 0 {
 			return false
 		}
-		if len(a.Regexes) > 0 && !regex {
+		if len(a.regexes) > 0 && !regex {
 			return false
 		}
-		if len(a.StopWords) > 0 && !stop {
+		if len(a.stopWords) > 0 && !stop {
 			return false
 		}
-		return len(a.Regexes) > 0 || len(a.StopWords) > 0
+		return len(a.regexes) > 0 || len(a.stopWords) > 0
 	}
 	return regex || stop
 }
