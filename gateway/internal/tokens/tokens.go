@@ -14,10 +14,18 @@
 package tokens
 
 import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	_ "embed"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"path"
+	"strconv"
 	"sync"
 
 	tiktoken "github.com/pkoukk/tiktoken-go"
-	loader "github.com/pkoukk/tiktoken-go-loader"
 )
 
 // Encoding is the name of the encoding [O200k] counts in: the one of
@@ -30,21 +38,70 @@ type Counter struct {
 	enc *tiktoken.Tiktoken
 }
 
-// o200k loads the encoding once per process. The ranks come from
-// github.com/pkoukk/tiktoken-go-loader, which embeds OpenAI's
-// o200k_base.tiktoken (its SHA-256 is checked by the tests against the
-// hash OpenAI's tiktoken pins); tiktoken-go's default loader would
-// download them. SetBpeLoader sets a package variable of tiktoken-go; it
-// is set here, once, before the only GetEncoding call, so the download
-// path is never taken.
+// o200kRanks is OpenAI's o200k_base.tiktoken, gzipped (o200k/LICENSE says
+// where it comes from; the tests check its SHA-256 against the hash
+// OpenAI's tiktoken pins).
+//
+//go:embed o200k/o200k_base.tiktoken.gz
+var o200kRanks []byte
+
+// o200k loads the encoding once per process, from the embedded ranks:
+// tiktoken-go's default loader would download them. SetBpeLoader sets a
+// package variable of tiktoken-go; it is set here, once, before the only
+// GetEncoding call, so the download path is never taken.
 var o200k = sync.OnceValues(func() (*Counter, error) {
-	tiktoken.SetBpeLoader(loader.NewOfflineLoader())
+	tiktoken.SetBpeLoader(embeddedLoader{})
 	enc, err := tiktoken.GetEncoding(Encoding)
 	if err != nil {
 		return nil, err
 	}
 	return &Counter{enc: enc}, nil
 })
+
+// embeddedLoader is a tiktoken.BpeLoader that has o200k_base only.
+type embeddedLoader struct{}
+
+// LoadTiktokenBpe returns the ranks of the file the URL names, which must be
+// o200k_base.tiktoken.
+func (embeddedLoader) LoadTiktokenBpe(url string) (map[string]int, error) {
+	if name := path.Base(url); name != Encoding+".tiktoken" {
+		return nil, fmt.Errorf("tokens: only %s is embedded, not %s", Encoding, name)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(o200kRanks))
+	if err != nil {
+		return nil, fmt.Errorf("tokens: embedded ranks: %w", err)
+	}
+	return parseRanks(zr)
+}
+
+// parseRanks reads a .tiktoken file: one "base64-token rank" per line.
+func parseRanks(r io.Reader) (map[string]int, error) {
+	ranks := make(map[string]int, 200_000)
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Bytes()
+		if len(line) == 0 {
+			continue
+		}
+		tok, rank, ok := bytes.Cut(line, []byte{' '})
+		if !ok {
+			return nil, fmt.Errorf("tokens: ranks line %d: no rank", n)
+		}
+		b, err := base64.StdEncoding.AppendDecode(nil, tok)
+		if err != nil {
+			return nil, fmt.Errorf("tokens: ranks line %d: %w", n, err)
+		}
+		v, err := strconv.Atoi(string(rank))
+		if err != nil {
+			return nil, fmt.Errorf("tokens: ranks line %d: %w", n, err)
+		}
+		ranks[string(b)] = v
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("tokens: embedded ranks: %w", err)
+	}
+	return ranks, nil
+}
 
 // O200k returns the o200k_base counter. The first call decodes the
 // embedded ranks (about half a second); later calls return the same

@@ -1,16 +1,20 @@
 package tokens
 
 import (
+	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	tiktoken "github.com/pkoukk/tiktoken-go"
-	"github.com/pkoukk/tiktoken-go-loader/assets"
+	loader "github.com/pkoukk/tiktoken-go-loader"
 )
 
 func counter(t testing.TB) *Counter {
@@ -86,7 +90,11 @@ func TestO200kVectors(t *testing.T) {
 // split and merge code as o200k_base, so these check that code against
 // figures OpenAI publishes, where the o200k vectors above were computed.
 func TestPublishedVectors(t *testing.T) {
-	counter(t) // installs the offline loader
+	counter(t) // o200k_base, from the embedded ranks
+	// The other encodings come from the loader that embeds all four,
+	// which only the tests use.
+	tiktoken.SetBpeLoader(loader.NewOfflineLoader())
+	t.Cleanup(func() { tiktoken.SetBpeLoader(embeddedLoader{}) })
 	for _, tc := range []struct {
 		encoding, text string
 		ids            []int
@@ -119,7 +127,11 @@ func TestPublishedVectors(t *testing.T) {
 // OpenAI's: the SHA-256 of o200k_base.tiktoken is the expected_hash that
 // tiktoken (tiktoken_ext/openai_public.py) pins for that file.
 func TestEmbeddedRanks(t *testing.T) {
-	b, err := assets.Assets.ReadFile(Encoding + ".tiktoken")
+	zr, err := gzip.NewReader(bytes.NewReader(o200kRanks))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(zr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +142,29 @@ func TestEmbeddedRanks(t *testing.T) {
 	}
 	if n := strings.Count(string(b), "\n"); n != 199998 {
 		t.Errorf("%d ranks, want 199998", n)
+	}
+}
+
+// The embedded loader reads the ranks as github.com/pkoukk/tiktoken-go-loader
+// does, and has no other encoding.
+func TestEmbeddedLoader(t *testing.T) {
+	const url = "https://openaipublic.blob.core.windows.net/encodings/"
+	got, err := embeddedLoader{}.LoadTiktokenBpe(url + Encoding + ".tiktoken")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := loader.NewOfflineLoader().LoadTiktokenBpe(url + Encoding + ".tiktoken")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 199998 || !maps.Equal(got, want) {
+		t.Errorf("%d ranks, want the %d of tiktoken-go-loader, equal", len(got), len(want))
+	}
+	if _, err := (embeddedLoader{}).LoadTiktokenBpe(url + "cl100k_base.tiktoken"); err == nil {
+		t.Error("the embedded loader loaded cl100k_base")
+	}
+	if _, err := parseRanks(strings.NewReader("aGk= 1\nbad\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("a line without a rank: %v", err)
 	}
 }
 
