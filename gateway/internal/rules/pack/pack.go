@@ -12,7 +12,9 @@
 package pack
 
 import (
+	"bytes"
 	"embed"
+	"encoding/json"
 	"fmt"
 	"path"
 	"slices"
@@ -20,7 +22,7 @@ import (
 	"sync"
 
 	"github.com/preflightmcp/preflight/gateway/internal/rules"
-	"sigs.k8s.io/yaml"
+	"go.yaml.in/yaml/v4"
 )
 
 //go:embed *.yaml
@@ -125,10 +127,21 @@ func load(name string) (*Pack, error) {
 }
 
 // Parse reads a pack file. Unknown keys are errors, and every rule must
-// have a name and say why.
+// have a name and say why. The YAML is read as JSON is, by the types' json
+// tags: the rules' patches are the ones of the gateway's configuration.
 func Parse(data []byte) (*Pack, error) {
+	var doc any
+	if err := yaml.Load(data, &doc); err != nil {
+		return nil, err
+	}
+	js, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("not a pack: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
 	var p Pack
-	if err := yaml.UnmarshalStrict(data, &p); err != nil {
+	if err := dec.Decode(&p); err != nil {
 		return nil, err
 	}
 	if p.Name == "" {
