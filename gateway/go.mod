@@ -28,7 +28,6 @@ require (
 	go.yaml.in/yaml/v4 v4.0.0
 	golang.org/x/text v0.42.0
 	modernc.org/sqlite v1.62.0
-	sigs.k8s.io/yaml v1.6.0
 )
 
 require (
@@ -112,7 +111,6 @@ require (
 	github.com/wasilibs/wazero-helpers v0.0.0-20240620070341-3dff1577cd52 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
-	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	go4.org v0.0.0-20230225012048-214862532bf5 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
