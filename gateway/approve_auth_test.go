@@ -17,7 +17,6 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/internal/approval"
 	"github.com/preflightmcp/preflight/gateway/internal/auth"
 	"github.com/preflightmcp/preflight/gateway/internal/page"
@@ -63,7 +62,7 @@ func callDelete(t *testing.T, cs *mcp.ClientSession, path string) (string, bool)
 // and each principal's token.
 func staticTokens(t *testing.T, principals ...string) (*auth.Authenticator, map[string]string) {
 	t.Helper()
-	var c config.Auth
+	var c auth.Options
 	tokens := map[string]string{}
 	for _, p := range principals {
 		tok, entry, err := auth.NewToken(p)
@@ -73,7 +72,7 @@ func staticTokens(t *testing.T, principals ...string) (*auth.Authenticator, map[
 		tokens[p] = tok
 		c.Tokens = append(c.Tokens, entry)
 	}
-	a, err := auth.New(c, nil)
+	a, err := auth.New(&c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,8 +215,8 @@ func (is *issuer) token(t *testing.T, sub, aud string) string {
 func TestApprovalOAuthPrincipal(t *testing.T) {
 	is := newIssuer(t)
 	const resource = "http://127.0.0.1/mcp"
-	a, err := auth.New(config.Auth{OAuth: config.OAuth{Issuer: is.srv.URL, Resource: resource, JWKSURL: is.srv.URL + "/jwks",
-		Algorithms: []config.Algorithm{config.ES256}}}, &auth.Options{HTTPClient: is.srv.Client()})
+	a, err := auth.New(&auth.Options{OAuth: &auth.OAuth{Issuer: is.srv.URL, Resource: resource, JWKSURL: is.srv.URL + "/jwks",
+		Algorithms: []string{"ES256"}}, HTTPClient: is.srv.Client()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,13 @@
 package config
 
 import (
-	"net"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/preflightmcp/preflight/gateway/internal/loopback"
 )
 
 // Limits on the oauth section's lists.
@@ -16,22 +16,6 @@ const (
 	maxScopes    = 32
 	maxClaimName = 64
 )
-
-// IsLoopback reports whether addr, a host:port or a host, names a loopback
-// address: localhost, 127.0.0.0/8 or ::1. Other names are not resolved and
-// are not loopback; an empty host (":8080", every interface) is not.
-func IsLoopback(addr string) bool {
-	host := addr
-	if h, _, err := net.SplitHostPort(addr); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
-}
 
 // auth checks the auth section and applies its defaults.
 func (p *parser) auth(a *Auth) {
@@ -172,7 +156,7 @@ func (p *parser) secureURL(path, v string) bool {
 	switch {
 	case err != nil || u.Host == "" || u.Opaque != "":
 		p.fail(path, "not an https:// URL with a host")
-	case u.Scheme != "https" && (u.Scheme != "http" || !IsLoopback(u.Host)):
+	case u.Scheme != "https" && (u.Scheme != "http" || !loopback.Is(u.Host)):
 		p.fail(path, "not an https:// URL (http:// is allowed only for a loopback host such as 127.0.0.1)")
 	case u.User != nil:
 		p.fail(path, "a URL here holds no user or password")

@@ -77,9 +77,6 @@ func TestAuthListen(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("%s without auth: %v, want ok %v", tc.addr, err, tc.ok)
 		}
-		if IsLoopback(tc.addr) != tc.ok {
-			t.Errorf("IsLoopback(%q) = %v", tc.addr, !tc.ok)
-		}
 		text += "auth: {tokens: [{principal: a, sha256: \"sha256:" + strings.Repeat("ab", 32) + "\"}]}\n"
 		if _, err := Parse("c.yaml", []byte(text), testEnv); err != nil {
 			t.Errorf("%s with auth: %v", tc.addr, err)

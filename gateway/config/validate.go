@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/preflightmcp/preflight/gateway/internal/loopback"
 )
 
 // Limits on names.
@@ -75,7 +77,7 @@ func (p *parser) validate(c *Config) {
 	case c.Listen.HTTP == "":
 	case !validAddr(c.Listen.HTTP):
 		p.fail("listen.http", "%s is not host:port (such as 127.0.0.1:8080)", quote(c.Listen.HTTP))
-	case c.Auth.IsZero() && !IsLoopback(c.Listen.HTTP):
+	case c.Auth.IsZero() && !loopback.Is(c.Listen.HTTP):
 		p.fail("listen.http", "%s is not a loopback address, and auth is not set: without authentication the gateway serves only 127.0.0.1, [::1] or localhost; add auth.tokens or auth.oauth", quote(c.Listen.HTTP))
 	}
 }

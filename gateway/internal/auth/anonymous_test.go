@@ -7,8 +7,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/preflightmcp/preflight/gateway/config"
 )
 
 // TestAnonymous checks serving without authentication: refused at start
@@ -19,7 +17,7 @@ func TestAnonymous(t *testing.T) {
 		"127.0.0.1:8080": true, "[::1]:8080": true, "localhost:8080": true, "": true,
 		"0.0.0.0:8080": false, ":8080": false, "[::]:8080": false, "10.1.2.3:8080": false, "/run/preflight.sock": false,
 	} {
-		_, err := New(config.Auth{}, &Options{Addr: addr})
+		_, err := New(&Options{Addr: addr})
 		if (err == nil) != ok {
 			t.Errorf("New without auth on %q: %v", addr, err)
 		}
@@ -28,7 +26,7 @@ func TestAnonymous(t *testing.T) {
 		}
 	}
 
-	g := newGateway(t, config.Auth{}, nil)
+	g := newGateway(t, Options{})
 	if !g.a.Anonymous() {
 		t.Fatal("not anonymous")
 	}

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,13 +17,20 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
-	"github.com/preflightmcp/preflight/gateway/config"
+	"github.com/preflightmcp/preflight/gateway/internal/loopback"
 )
 
-// Defaults of [Options].
+// Defaults of [Options] and [OAuth].
 const (
-	DefaultFetchTimeout = 10 * time.Second
+	DefaultFetchTimeout    = 10 * time.Second
+	DefaultPrincipalClaim  = "sub"
+	DefaultClockSkew       = 30 * time.Second
+	DefaultJWKSRefresh     = time.Hour
+	DefaultJWKSMinInterval = 30 * time.Second
 )
+
+// MaxPrincipalLen bounds a static token's principal, in characters.
+const MaxPrincipalLen = 128
 
 // MaxTokenBytes bounds a bearer token; a longer one is refused unread.
 const MaxTokenBytes = 16 << 10
@@ -33,6 +41,11 @@ const WellKnownPath = "/.well-known/oauth-protected-resource"
 
 // Options configures [New]. A nil *Options means the zero value.
 type Options struct {
+	// Tokens are the static bearer tokens accepted.
+	Tokens []Token
+	// OAuth, when set, accepts OAuth 2.1 access tokens (JWTs) of one
+	// issuer.
+	OAuth *OAuth
 	// Addr is the address the gateway's HTTP listener is bound to, such as
 	// net.Listener.Addr().String(). Without authentication New refuses any
 	// address but a loopback one. Empty: not checked here; the middleware
@@ -46,6 +59,46 @@ type Options struct {
 	FetchTimeout time.Duration
 	// Logger receives failed key fetches. Nil: slog.Default().
 	Logger *slog.Logger
+}
+
+// Token is one static bearer token: who presents it, and its hash.
+type Token struct {
+	// Principal is the name decisions, approvals and the audit use.
+	Principal string
+	// SHA256 is "sha256:" and the token's SHA-256 in lower-case hex
+	// ([HashToken]).
+	SHA256 string
+}
+
+// OAuth makes the gateway an OAuth 2.1 resource server that accepts JWT
+// access tokens signed by one issuer. Zero durations and an empty claim
+// take the defaults above.
+type OAuth struct {
+	// Issuer is the authorization server's issuer identifier; a token's iss
+	// must equal it. Its keys are found from its metadata unless JWKSURL
+	// is set.
+	Issuer string
+	// Resource is the canonical URL of the gateway's MCP endpoint (the
+	// protected-resource metadata's resource, RFC 9728).
+	Resource string
+	// Audience lists the values a token's aud must contain one of;
+	// empty means Resource.
+	Audience []string
+	// JWKSURL is where the issuer's signing keys are; empty means the
+	// jwks_uri of its metadata.
+	JWKSURL string
+	// Algorithms are the asymmetric signature algorithms accepted (JOSE
+	// names); empty means RS256, ES256 and EdDSA.
+	Algorithms []string
+	// Scopes are required of every token, and advertised.
+	Scopes []string
+	// PrincipalClaim is the claim that names the principal.
+	PrincipalClaim string
+	// ClockSkew is the tolerance for exp, nbf and iat.
+	ClockSkew time.Duration
+	// JWKSRefresh is how long fetched keys are used before they are
+	// fetched again; JWKSMinInterval bounds how often they are.
+	JWKSRefresh, JWKSMinInterval time.Duration
 }
 
 // Authenticator authenticates the gateway's clients. It is safe for
@@ -62,13 +115,13 @@ type Authenticator struct {
 	now         func() time.Time
 }
 
-// New returns the Authenticator for c, the config's auth section as
-// [config.Parse] validated it (New checks what it relies on again).
-func New(c config.Auth, opts *Options) (*Authenticator, error) {
-	if c.IsZero() {
+// New returns the Authenticator of opts' tokens and OAuth issuer, or
+// [Anonymous] when it names neither.
+func New(opts *Options) (*Authenticator, error) {
+	if opts == nil || len(opts.Tokens) == 0 && opts.OAuth == nil {
 		return Anonymous(opts)
 	}
-	return newConfigured(c, opts)
+	return newConfigured(opts)
 }
 
 // Anonymous returns the authenticator of a gateway without
@@ -78,58 +131,52 @@ func Anonymous(opts *Options) (*Authenticator, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	if opts.Addr != "" && !config.IsLoopback(opts.Addr) {
+	if opts.Addr != "" && !loopback.Is(opts.Addr) {
 		return nil, fmt.Errorf("auth: serving %s without authentication: without auth.tokens or auth.oauth the gateway listens only on a loopback address (127.0.0.1, [::1], localhost)", opts.Addr)
 	}
 	return &Authenticator{now: time.Now, anonymous: true}, nil
 }
 
-func newConfigured(c config.Auth, opts *Options) (*Authenticator, error) {
-	if opts == nil {
-		opts = &Options{}
-	}
+func newConfigured(opts *Options) (*Authenticator, error) {
 	a := &Authenticator{now: time.Now}
-	if len(c.Tokens) > 0 {
-		s, err := newStaticTokens(c.Tokens)
+	if len(opts.Tokens) > 0 {
+		s, err := newStaticTokens(opts.Tokens)
 		if err != nil {
 			return nil, err
 		}
 		a.static = s
 	}
-	if !c.OAuth.IsZero() {
-		if err := a.setOAuth(c.OAuth, opts); err != nil {
+	if opts.OAuth != nil {
+		if err := a.setOAuth(opts.OAuth, opts); err != nil {
 			return nil, err
 		}
 	}
 	return a, nil
 }
 
-func (a *Authenticator) setOAuth(o config.OAuth, opts *Options) error {
+func (a *Authenticator) setOAuth(o *OAuth, opts *Options) error {
 	if !secureURL(o.Issuer) || !secureURL(o.Resource) || o.JWKSURL != "" && !secureURL(o.JWKSURL) {
 		return errors.New("auth: oauth.issuer, resource and jwksUrl are https URLs (http only on a loopback host)")
 	}
 	algs := o.Algorithms
 	if len(algs) == 0 {
-		algs = []config.Algorithm{config.RS256, config.ES256, config.EdDSA}
+		algs = []string{"RS256", "ES256", "EdDSA"}
 	}
 	methods := make([]string, len(algs))
 	for i, alg := range algs {
 		if !isAsymmetric(alg) {
 			return fmt.Errorf("auth: oauth.algorithms: %q is not an asymmetric signature algorithm", alg)
 		}
-		methods[i] = string(alg)
+		methods[i] = alg
 	}
-	def := func(d config.Duration, v time.Duration) time.Duration {
+	def := func(d, v time.Duration) time.Duration {
 		if d <= 0 {
 			return v
 		}
-		return time.Duration(d)
+		return d
 	}
-	a.skew = def(o.ClockSkew, config.DefaultClockSkew)
-	claim := o.PrincipalClaim
-	if claim == "" {
-		claim = config.DefaultPrincipalClaim
-	}
+	a.skew = def(o.ClockSkew, DefaultClockSkew)
+	claim := cmp.Or(o.PrincipalClaim, DefaultPrincipalClaim)
 	audience := o.Audience
 	if len(audience) == 0 {
 		audience = []string{o.Resource}
@@ -146,9 +193,9 @@ func (a *Authenticator) setOAuth(o config.OAuth, opts *Options) error {
 		client:      client,
 		issuer:      o.Issuer,
 		configured:  o.JWKSURL,
-		refresh:     def(o.JWKSRefresh, config.DefaultJWKSRefresh),
-		minInterval: def(o.JWKSMinInterval, config.DefaultJWKSMinInterval),
-		timeout:     def(config.Duration(opts.FetchTimeout), DefaultFetchTimeout),
+		refresh:     def(o.JWKSRefresh, DefaultJWKSRefresh),
+		minInterval: def(o.JWKSMinInterval, DefaultJWKSMinInterval),
+		timeout:     def(opts.FetchTimeout, DefaultFetchTimeout),
 		now:         func() time.Time { return a.now() },
 		log:         logger,
 	}
@@ -186,10 +233,9 @@ func (a *Authenticator) setOAuth(o config.OAuth, opts *Options) error {
 	return nil
 }
 
-func isAsymmetric(alg config.Algorithm) bool {
+func isAsymmetric(alg string) bool {
 	switch alg {
-	case config.RS256, config.RS384, config.RS512, config.PS256, config.PS384, config.PS512,
-		config.ES256, config.ES384, config.ES512, config.EdDSA:
+	case "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA":
 		return true
 	}
 	return false
@@ -265,7 +311,7 @@ func withoutAuthorization(next http.Handler) http.Handler {
 // names a loopback host.
 func local(r *http.Request) bool {
 	addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	return ok && addr != nil && config.IsLoopback(addr.String()) && config.IsLoopback(r.Host)
+	return ok && addr != nil && loopback.Is(addr.String()) && loopback.Is(r.Host)
 }
 
 // failure is a refused request: its status and, for WWW-Authenticate, the

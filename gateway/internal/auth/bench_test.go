@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
-
-	"github.com/preflightmcp/preflight/gateway/config"
 )
 
 // BenchmarkMiddleware measures what authentication adds to a request: the
@@ -48,7 +46,7 @@ func BenchmarkMiddleware(b *testing.B) {
 	}
 
 	b.Run("anonymous", func(b *testing.B) {
-		a, _ := New(config.Auth{}, nil)
+		a, _ := New(nil)
 		req := request("")
 		req = req.WithContext(context.WithValue(req.Context(), http.LocalAddrContextKey, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}))
 		run(b, a, req, false)
@@ -56,7 +54,7 @@ func BenchmarkMiddleware(b *testing.B) {
 	for _, n := range []int{1, 100} {
 		b.Run("static/tokens="+map[int]string{1: "1", 100: "100"}[n], func(b *testing.B) {
 			c, tokens := staticConfig(b, n)
-			a, err := New(c, nil)
+			a, err := New(&c)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -73,7 +71,7 @@ func BenchmarkMiddleware(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				is := newIssuer(b, k)
 				resource := "https://mcp.example.com/mcp"
-				a, err := New(config.Auth{OAuth: config.OAuth{Issuer: is.srv.URL, Resource: resource}}, nil)
+				a, err := New(&Options{OAuth: &OAuth{Issuer: is.srv.URL, Resource: resource}})
 				if err != nil {
 					b.Fatal(err)
 				}

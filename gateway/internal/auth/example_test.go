@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/internal/auth"
 )
 
@@ -19,7 +18,7 @@ func ExampleAuthenticator_Middleware() {
 	if err != nil {
 		panic(err)
 	}
-	a, err := auth.New(config.Auth{Tokens: []config.Token{entry}}, nil)
+	a, err := auth.New(&auth.Options{Tokens: []auth.Token{entry}})
 	if err != nil {
 		panic(err)
 	}
@@ -91,8 +90,7 @@ func ExampleUpstreamTransport() {
 		fmt.Printf("upstream got Authorization %q, Cookie %q\n", r.Header.Get("Authorization"), r.Header.Get("Cookie"))
 	}))
 	defer upstream.Close()
-	server := &config.Server{URL: upstream.URL, BearerToken: "upstream-token"}
-	client := &http.Client{Transport: auth.UpstreamTransport(nil, server)}
+	client := &http.Client{Transport: auth.UpstreamTransport(nil, nil, "upstream-token")}
 
 	req, _ := http.NewRequest(http.MethodPost, upstream.URL, nil)
 	req.Header.Set("Authorization", "Bearer the-clients-token") // copied by mistake

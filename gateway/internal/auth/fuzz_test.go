@@ -16,7 +16,6 @@ import (
 	"testing"
 
 	"github.com/golang-jwt/jwt/v5"
-	"github.com/preflightmcp/preflight/gateway/config"
 )
 
 // FuzzBearer sends arbitrary Authorization headers through the middleware
@@ -31,8 +30,9 @@ func FuzzBearer(f *testing.F) {
 	keys := []testKey{key("rsa"), key("ec"), key("ed")}
 	is := newIssuer(f, keys...)
 	c, tokens := staticConfig(f, 2)
-	c.OAuth = config.OAuth{Issuer: is.srv.URL, Resource: "https://mcp.example.com/mcp"}
-	a, err := New(c, &Options{Logger: discardLogger()})
+	c.OAuth = &OAuth{Issuer: is.srv.URL, Resource: "https://mcp.example.com/mcp"}
+	c.Logger = discardLogger()
+	a, err := New(&c)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/preflightmcp/preflight/gateway/config"
+	"github.com/preflightmcp/preflight/gateway/internal/loopback"
 )
 
 // Bounds on what the issuer serves.
@@ -61,7 +61,7 @@ func (k *jwk) fits(alg string) bool {
 			alg == "ES384" && key.Curve == elliptic.P384() ||
 			alg == "ES512" && key.Curve == elliptic.P521()
 	case ed25519.PublicKey:
-		return alg == string(config.EdDSA)
+		return alg == "EdDSA"
 	}
 	return false
 }
@@ -399,7 +399,7 @@ func (ks *keySet) get(ctx context.Context, u string) ([]byte, error) {
 // loopback host.
 func secureURL(s string) bool {
 	u, err := url.Parse(s)
-	return err == nil && u.Host != "" && (u.Scheme == "https" || u.Scheme == "http" && config.IsLoopback(u.Host))
+	return err == nil && u.Host != "" && (u.Scheme == "https" || u.Scheme == "http" && loopback.Is(u.Host))
 }
 
 // newHTTPClient is the client for the issuer when Options gives none: it

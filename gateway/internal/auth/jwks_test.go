@@ -9,15 +9,13 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/preflightmcp/preflight/gateway/config"
 )
 
 // TestKeyRotation follows an issuer that replaces its key: a token signed
 // with the new key makes the gateway fetch the keys again (once the bound
 // allows), and the old key is then gone.
 func TestKeyRotation(t *testing.T) {
-	is, g := oauthGateway(t, config.OAuth{JWKSMinInterval: config.Duration(time.Minute)}, key("rsa"))
+	is, g := oauthGateway(t, OAuth{JWKSMinInterval: time.Minute}, key("rsa"))
 	old := sign(t, key("rsa"), is.claims(g.resource))
 	if r := g.get(t, bearer(old)); r.status != 200 {
 		t.Fatalf("old key: %d %q", r.status, r.challenge)
@@ -61,7 +59,7 @@ func TestKeyRotation(t *testing.T) {
 // published, concurrently and then one after another: the keys are
 // fetched once per jwksMinInterval at most.
 func TestUnknownKidFlood(t *testing.T) {
-	is, g := oauthGateway(t, config.OAuth{}, key("ed"))
+	is, g := oauthGateway(t, OAuth{}, key("ed"))
 	if r := g.get(t, bearer(sign(t, key("ed"), is.claims(g.resource)))); r.status != 200 {
 		t.Fatalf("%d %q", r.status, r.challenge)
 	}
@@ -92,13 +90,13 @@ func TestUnknownKidFlood(t *testing.T) {
 	if n := is.jwksFetches.Load(); n != 1 {
 		t.Errorf("%d fetches after 150 unknown kids within the bound, want 1", n)
 	}
-	g.clock.Advance(config.DefaultJWKSMinInterval)
+	g.clock.Advance(DefaultJWKSMinInterval)
 	flood(100, true)
 	flood(50, false)
 	if n := is.jwksFetches.Load(); n != 2 {
 		t.Errorf("%d fetches after the bound passed once, want 2", n)
 	}
-	g.clock.Advance(config.DefaultJWKSMinInterval)
+	g.clock.Advance(DefaultJWKSMinInterval)
 	flood(20, true)
 	if n := is.jwksFetches.Load(); n != 3 {
 		t.Errorf("%d fetches after the bound passed twice, want 3", n)
@@ -111,7 +109,7 @@ func TestUnknownKidFlood(t *testing.T) {
 // TestKeyRefresh checks that keys older than jwksRefresh are fetched
 // again, and that keys which cannot be fetched again are still used.
 func TestKeyRefresh(t *testing.T) {
-	is, g := oauthGateway(t, config.OAuth{JWKSRefresh: config.Duration(10 * time.Minute)}, key("ec"))
+	is, g := oauthGateway(t, OAuth{JWKSRefresh: 10 * time.Minute}, key("ec"))
 	tok := sign(t, key("ec"), is.claims(g.resource))
 	for range 3 {
 		if r := g.get(t, bearer(tok)); r.status != 200 {
@@ -148,7 +146,7 @@ func TestKeyRefresh(t *testing.T) {
 func TestKeysUnavailable(t *testing.T) {
 	is := newIssuer(t, key("rsa"))
 	is.down.Store(true)
-	g := newGateway(t, config.Auth{OAuth: config.OAuth{Issuer: is.srv.URL}}, &Options{Logger: discardLogger()})
+	g := newGateway(t, Options{OAuth: &OAuth{Issuer: is.srv.URL}, Logger: discardLogger()})
 	tok := sign(t, key("rsa"), is.claims(g.resource))
 	r := g.get(t, bearer(tok))
 	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") != "30" || r.challenge != "" {
@@ -204,7 +202,7 @@ func TestDiscovery(t *testing.T) {
 			http.NotFound(w, r)
 		}
 	})
-	g := newGateway(t, config.Auth{OAuth: config.OAuth{Issuer: iss}}, nil)
+	g := newGateway(t, Options{OAuth: &OAuth{Issuer: iss}})
 	claims := jwtClaims(iss, g.resource)
 	if r := g.get(t, bearer(sign(t, key("ed"), claims))); r.status != 200 {
 		t.Fatalf("%d %q %s", r.status, r.challenge, r.body)
@@ -216,7 +214,7 @@ func TestDiscovery(t *testing.T) {
 
 	// jwksUrl set: no metadata is read.
 	hits = nil
-	g = newGateway(t, config.Auth{OAuth: config.OAuth{Issuer: iss, JWKSURL: srv.URL + "/realms/team/certs"}}, nil)
+	g = newGateway(t, Options{OAuth: &OAuth{Issuer: iss, JWKSURL: srv.URL + "/realms/team/certs"}})
 	if r := g.get(t, bearer(sign(t, key("ed"), jwtClaims(iss, g.resource)))); r.status != 200 {
 		t.Fatalf("%d %q", r.status, r.challenge)
 	}
@@ -292,7 +290,7 @@ func TestParseJWKS(t *testing.T) {
 // TestKidlessTokens checks tokens without a kid: tried against the keys
 // of their algorithm, up to a few.
 func TestKidlessTokens(t *testing.T) {
-	is, g := oauthGateway(t, config.OAuth{}, key("ed"), key("rsa"))
+	is, g := oauthGateway(t, OAuth{}, key("ed"), key("rsa"))
 	k := key("ed")
 	k.kid = ""
 	if r := g.get(t, bearer(sign(t, k, is.claims(g.resource)))); r.status != 200 {
@@ -306,7 +304,7 @@ func TestKidlessTokens(t *testing.T) {
 	}
 	many = append(many, key("ed"))
 	is.publish(many...)
-	g.clock.Advance(2 * config.DefaultJWKSRefresh)
+	g.clock.Advance(2 * DefaultJWKSRefresh)
 	if r := g.get(t, bearer(sign(t, k, is.claims(g.resource)))); r.status != 401 || !strings.Contains(r.challenge, "no key id") {
 		t.Errorf("no kid, %d keys of the algorithm: %d %q", maxKidlessKeys+1, r.status, r.challenge)
 	}

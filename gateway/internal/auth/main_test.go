@@ -21,7 +21,6 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/preflightmcp/preflight/gateway/config"
 	"go.uber.org/goleak"
 )
 
@@ -208,14 +207,16 @@ type seen struct {
 
 // newGateway starts a resource server with c, whose oauth resource (when
 // c has oauth and leaves it empty) is the server's /mcp.
-func newGateway(t testing.TB, c config.Auth, opts *Options) *gateway {
+func newGateway(t testing.TB, c Options) *gateway {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(nil)
 	g := &gateway{srv: srv, resource: "http://" + srv.Listener.Addr().String() + "/mcp", clock: newClock()}
-	if !c.OAuth.IsZero() && c.OAuth.Resource == "" {
-		c.OAuth.Resource = g.resource
+	if c.OAuth != nil && c.OAuth.Resource == "" {
+		o := *c.OAuth
+		o.Resource = g.resource
+		c.OAuth = &o
 	}
-	a, err := New(c, opts)
+	a, err := New(&c)
 	if err != nil {
 		srv.Close()
 		t.Fatal(err)

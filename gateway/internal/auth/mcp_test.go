@@ -11,7 +11,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/preflightmcp/preflight/endpoint"
-	"github.com/preflightmcp/preflight/gateway/config"
 )
 
 // upstream is an MCP server the gateway forwards to; it records the
@@ -80,7 +79,6 @@ type who struct {
 // copying the client's headers the way a careless core would.
 func newMCPServer(up *upstream) *mcp.Server {
 	server := mcp.NewServer(&mcp.Implementation{Name: "gateway", Version: "v0"}, nil)
-	upCfg := &config.Server{URL: up.srv.URL, Headers: map[string]string{"X-Team": "a"}, BearerToken: "upstream-secret"}
 	mcp.AddTool(server, &mcp.Tool{Name: "whoami"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, who, error) {
 		p, ok := FromRequest(ctx, req)
 		w := who{Principal: p.String(), Method: p.Method, OK: ok}
@@ -89,7 +87,7 @@ func newMCPServer(up *upstream) *mcp.Server {
 			inbound = req.Extra.Header
 			w.SawAuthorization = inbound.Get("Authorization") != ""
 		}
-		hc := &http.Client{Transport: copyHeaders{from: inbound, next: UpstreamTransport(nil, upCfg)}}
+		hc := &http.Client{Transport: copyHeaders{from: inbound, next: UpstreamTransport(nil, map[string]string{"X-Team": "a"}, "upstream-secret")}}
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "gateway-client", Version: "v0"}, nil).
 			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: up.srv.URL, HTTPClient: hc, MaxRetries: -1}, nil)
 		if err != nil {
@@ -153,10 +151,10 @@ func TestMCPPrincipal(t *testing.T) {
 	up := newUpstream(t)
 	c, tokens := staticConfig(t, 2)
 	is := newIssuer(t, key("ec"))
-	c.OAuth.Issuer = is.srv.URL
+	c.OAuth = &OAuth{Issuer: is.srv.URL}
 
-	newGW := func(c config.Auth) *gateway {
-		g := newGateway(t, c, nil)
+	newGW := func(c Options) *gateway {
+		g := newGateway(t, c)
 		mux := http.NewServeMux()
 		g.a.Handle(mux)
 		mux.Handle("/mcp", g.a.Middleware(endpoint.NewHandler(newMCPServer(up), nil)))
@@ -196,7 +194,7 @@ func TestMCPPrincipal(t *testing.T) {
 	}
 
 	// Without authentication, on loopback: anonymous in both eras.
-	anon := newGW(config.Auth{})
+	anon := newGW(Options{})
 	for _, version := range []string{"2026-07-28", "2025-11-25"} {
 		w, err := whoami(t, anon.resource, "client-token", version)
 		if err != nil {
@@ -255,14 +253,14 @@ func TestUpstreamTransport(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r.Header.Clone() }))
 	defer srv.Close()
 
-	send := func(s *config.Server) {
+	send := func(headers map[string]string, token string) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodPost, srv.URL, nil)
 		req.Header.Set("Authorization", "Bearer client-token")
 		req.Header.Set("Proxy-Authorization", "Basic Y2xpZW50")
 		req.Header.Add("Cookie", "session=client")
 		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-		resp, err := (&http.Client{Transport: UpstreamTransport(nil, s)}).Do(req)
+		resp, err := (&http.Client{Transport: UpstreamTransport(nil, headers, token)}).Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -272,17 +270,17 @@ func TestUpstreamTransport(t *testing.T) {
 		}
 	}
 
-	send(&config.Server{Headers: map[string]string{"X-Team": "a"}, BearerToken: "upstream-secret"})
+	send(map[string]string{"X-Team": "a"}, "upstream-secret")
 	if got.Get("Authorization") != "Bearer upstream-secret" || len(got.Values("Authorization")) != 1 ||
 		got.Get("Proxy-Authorization") != "" || got.Get("Cookie") != "" || got.Get("X-Team") != "a" || got.Get("Mcp-Protocol-Version") != "2026-07-28" {
 		t.Errorf("with an upstream token: %v", got)
 	}
-	send(&config.Server{})
+	send(nil, "")
 	if got.Get("Authorization") != "" || got.Get("Proxy-Authorization") != "" || got.Get("Cookie") != "" {
 		t.Errorf("without an upstream token: %v", got)
 	}
 	// Credentials the config gives the upstream are its own, and are sent.
-	send(&config.Server{Headers: map[string]string{"Authorization": "Basic dXBzdHJlYW0=", "Cookie": "upstream=1"}})
+	send(map[string]string{"Authorization": "Basic dXBzdHJlYW0=", "Cookie": "upstream=1"}, "")
 	if got.Get("Authorization") != "Basic dXBzdHJlYW0=" || got.Get("Cookie") != "upstream=1" {
 		t.Errorf("configured credentials: %v", got)
 	}

@@ -7,15 +7,13 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/preflightmcp/preflight/gateway/config"
 )
 
 // TestMetadata reads the protected-resource metadata on the wire, at the
 // path-suffixed URL of RFC 9728 and at the root URL the MCP spec also
 // allows, and checks what else is there.
 func TestMetadata(t *testing.T) {
-	is, g := oauthGateway(t, config.OAuth{Scopes: []string{"mcp:tools"}}, key("rsa"))
+	is, g := oauthGateway(t, OAuth{Scopes: []string{"mcp:tools"}}, key("rsa"))
 	base := strings.TrimSuffix(g.resource, "/mcp")
 	want := map[string]any{
 		"resource":                 g.resource,
@@ -68,7 +66,7 @@ func TestMetadataURL(t *testing.T) {
 		"https://mcp.example.com:8443/a/mcp": "https://mcp.example.com:8443/.well-known/oauth-protected-resource/a/mcp",
 		"https://mcp.example.com/mcp/":       "https://mcp.example.com/.well-known/oauth-protected-resource/mcp/",
 	} {
-		a, err := New(config.Auth{OAuth: config.OAuth{Issuer: "https://auth.example.com", Resource: resource}}, nil)
+		a, err := New(&Options{OAuth: &OAuth{Issuer: "https://auth.example.com", Resource: resource}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +76,7 @@ func TestMetadataURL(t *testing.T) {
 	}
 
 	c, _ := staticConfig(t, 1)
-	a, err := New(c, nil)
+	a, err := New(&c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,16 +13,15 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
-	"github.com/preflightmcp/preflight/gateway/config"
 )
 
 // oauthGateway starts an issuer publishing keys and a gateway that
 // trusts it, with o's settings on top of the defaults.
-func oauthGateway(t testing.TB, o config.OAuth, keys ...testKey) (*issuer, *gateway) {
+func oauthGateway(t testing.TB, o OAuth, keys ...testKey) (*issuer, *gateway) {
 	t.Helper()
 	is := newIssuer(t, keys...)
 	o.Issuer = is.srv.URL
-	return is, newGateway(t, config.Auth{OAuth: o}, nil)
+	return is, newGateway(t, Options{OAuth: &o})
 }
 
 // TestOAuthTokens checks JWTs of each algorithm over HTTP: what is
@@ -31,7 +30,7 @@ func TestOAuthTokens(t *testing.T) {
 	for _, name := range []string{"rsa", "ec", "ed"} {
 		t.Run(key(name).alg, func(t *testing.T) {
 			k := key(name)
-			is, g := oauthGateway(t, config.OAuth{}, key("rsa"), key("ec"), key("ed"))
+			is, g := oauthGateway(t, OAuth{}, key("rsa"), key("ec"), key("ed"))
 			md := `resource_metadata="` + g.a.MetadataURL() + `"`
 			refused := func(desc string) string {
 				return `Bearer error="invalid_token", error_description="` + desc + `", ` + md
@@ -100,7 +99,7 @@ func TestOAuthTokens(t *testing.T) {
 // TestOAuthAlgorithms checks that only the configured asymmetric
 // algorithms verify: never none, never HMAC keyed with a public key.
 func TestOAuthAlgorithms(t *testing.T) {
-	is, g := oauthGateway(t, config.OAuth{Algorithms: []config.Algorithm{config.RS256, config.ES256}}, key("rsa"), key("ec"), key("ed"), key("ec384"))
+	is, g := oauthGateway(t, OAuth{Algorithms: []string{"RS256", "ES256"}}, key("rsa"), key("ec"), key("ed"), key("ec384"))
 	claims := is.claims(g.resource)
 	notAllowed := `Bearer error="invalid_token", error_description="signature algorithm not allowed", resource_metadata="` + g.a.MetadataURL() + `"`
 
@@ -161,7 +160,7 @@ func TestOAuthAlgorithms(t *testing.T) {
 // scopes to ask for, as the MCP authorization spec describes, and the
 // scope claim in either form.
 func TestOAuthScopes(t *testing.T) {
-	is, g := oauthGateway(t, config.OAuth{Scopes: []string{"mcp:tools", "files:read"}}, key("ed"))
+	is, g := oauthGateway(t, OAuth{Scopes: []string{"mcp:tools", "files:read"}}, key("ed"))
 	md := `resource_metadata="` + g.a.MetadataURL() + `"`
 	for _, tc := range []struct {
 		name  string
@@ -199,7 +198,7 @@ func TestOAuthScopes(t *testing.T) {
 // parser reads resource_metadata, and the SDK's client fetches and
 // validates the metadata it names.
 func TestMissingToken(t *testing.T) {
-	is, g := oauthGateway(t, config.OAuth{PrincipalClaim: "email"}, key("rsa"))
+	is, g := oauthGateway(t, OAuth{PrincipalClaim: "email"}, key("rsa"))
 	r := g.get(t)
 	if r.status != http.StatusUnauthorized || !strings.Contains(r.body, "a bearer token is required") {
 		t.Fatalf("%d %s", r.status, r.body)
@@ -231,7 +230,7 @@ func TestMissingToken(t *testing.T) {
 // TestVerifiedCache checks the memory of verified tokens: a token is
 // remembered, yet refused once it expires; the memory is bounded.
 func TestVerifiedCache(t *testing.T) {
-	is, g := oauthGateway(t, config.OAuth{}, key("ed"))
+	is, g := oauthGateway(t, OAuth{}, key("ed"))
 	claims := is.claims(g.resource)
 	claims["exp"] = time.Now().Add(2 * time.Minute).Unix()
 	tok := sign(t, key("ed"), claims)
@@ -248,7 +247,7 @@ func TestVerifiedCache(t *testing.T) {
 	if n := cached(); n != 1 {
 		t.Errorf("%d tokens remembered, want 1", n)
 	}
-	g.clock.Advance(2*time.Minute + config.DefaultClockSkew + time.Second)
+	g.clock.Advance(2*time.Minute + DefaultClockSkew + time.Second)
 	if r := g.get(t, bearer(tok)); r.status != 401 || !strings.Contains(r.challenge, "expired") {
 		t.Errorf("remembered token after its expiry: %d %q", r.status, r.challenge)
 	}

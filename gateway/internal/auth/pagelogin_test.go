@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/golang-jwt/jwt/v5"
-	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/internal/approval"
 	"github.com/preflightmcp/preflight/gateway/internal/page"
 	"github.com/preflightmcp/preflight/hints"
@@ -181,7 +180,7 @@ func checkPageSignIn(t *testing.T, a *Authenticator, alice, bob, wrong string) {
 
 // TestPageSignInStatic signs in to the approval page with static tokens.
 func TestPageSignInStatic(t *testing.T) {
-	var c config.Auth
+	var c Options
 	var toks []string
 	for _, name := range []string{"alice", "bob"} {
 		tok, entry, err := NewToken(name)
@@ -191,7 +190,7 @@ func TestPageSignInStatic(t *testing.T) {
 		c.Tokens = append(c.Tokens, entry)
 		toks = append(toks, tok)
 	}
-	a, err := New(c, nil)
+	a, err := New(&c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +202,7 @@ func TestPageSignInStatic(t *testing.T) {
 // issuer and expiry are checked as for /mcp.
 func TestPageSignInOAuth(t *testing.T) {
 	k := key("ec")
-	is, g := oauthGateway(t, config.OAuth{}, k)
+	is, g := oauthGateway(t, OAuth{}, k)
 	alice := sign(t, k, is.claims(g.resource))
 	bc := is.claims(g.resource)
 	bc["sub"] = "bob"
@@ -235,7 +234,7 @@ func TestPageSignInLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := New(config.Auth{Tokens: []config.Token{entry}}, nil)
+	a, err := New(&Options{Tokens: []Token{entry}})
 	if err != nil {
 		t.Fatal(err)
 	}

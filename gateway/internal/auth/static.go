@@ -10,8 +10,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/preflightmcp/preflight/gateway/config"
 )
 
 // TokenPrefix starts every token [NewToken] makes, so that a leaked one is
@@ -24,29 +22,29 @@ const tokenBytes = 32
 // NewToken returns a new random token (256 bits from crypto/rand) and the
 // entry of auth.tokens that accepts it for principal. The token is shown
 // to its holder once; the config keeps only its hash.
-func NewToken(principal string) (token string, entry config.Token, err error) {
+func NewToken(principal string) (token string, entry Token, err error) {
 	var b [tokenBytes]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return "", config.Token{}, err
+		return "", Token{}, err
 	}
 	token = TokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
 	entry, err = NewEntry(principal, token)
 	if err != nil {
-		return "", config.Token{}, err
+		return "", Token{}, err
 	}
 	return token, entry, nil
 }
 
 // NewEntry returns the entry of auth.tokens that accepts token for
 // principal, for a token made elsewhere; it must be random and long.
-func NewEntry(principal, token string) (config.Token, error) {
-	if principal == "" || utf8.RuneCountInString(principal) > config.MaxPrincipalLen || strings.ContainsFunc(principal, unicode.IsControl) {
-		return config.Token{}, fmt.Errorf("auth: a principal has 1 to %d characters, none of them control characters", config.MaxPrincipalLen)
+func NewEntry(principal, token string) (Token, error) {
+	if principal == "" || utf8.RuneCountInString(principal) > MaxPrincipalLen || strings.ContainsFunc(principal, unicode.IsControl) {
+		return Token{}, fmt.Errorf("auth: a principal has 1 to %d characters, none of them control characters", MaxPrincipalLen)
 	}
 	if token == "" {
-		return config.Token{}, fmt.Errorf("auth: an empty token")
+		return Token{}, fmt.Errorf("auth: an empty token")
 	}
-	return config.Token{Principal: principal, SHA256: HashToken(token)}, nil
+	return Token{Principal: principal, SHA256: HashToken(token)}, nil
 }
 
 // HashToken returns what auth.tokens stores of token: "sha256:" and its
@@ -65,7 +63,7 @@ type staticTokens struct {
 	compare func(a, b []byte) int
 }
 
-func newStaticTokens(tokens []config.Token) (*staticTokens, error) {
+func newStaticTokens(tokens []Token) (*staticTokens, error) {
 	s := &staticTokens{compare: subtle.ConstantTimeCompare}
 	seen := map[[sha256.Size]byte]bool{}
 	for i, t := range tokens {

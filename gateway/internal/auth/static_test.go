@@ -12,9 +12,9 @@ import (
 )
 
 // staticConfig returns n tokens for principals p0..p(n-1), and the tokens.
-func staticConfig(t testing.TB, n int) (config.Auth, []string) {
+func staticConfig(t testing.TB, n int) (Options, []string) {
 	t.Helper()
-	var c config.Auth
+	var c Options
 	var tokens []string
 	for i := range n {
 		tok, entry, err := NewToken(fmt.Sprintf("p%d", i))
@@ -31,7 +31,7 @@ func staticConfig(t testing.TB, n int) (config.Auth, []string) {
 // HTTP.
 func TestStaticTokens(t *testing.T) {
 	c, tokens := staticConfig(t, 3)
-	g := newGateway(t, c, nil)
+	g := newGateway(t, c)
 
 	for i, tok := range tokens {
 		r := g.get(t, bearer(tok))
@@ -147,10 +147,10 @@ func TestHashToken(t *testing.T) {
 	// The entry is what the config accepts.
 	yaml := fmt.Sprintf("servers: {s: {command: x}}\nauth: {tokens: [{principal: %s, sha256: %q}]}\n", entry.Principal, entry.SHA256)
 	cfg, err := config.Parse("c.yaml", []byte(yaml), func(string) (string, bool) { return "", false })
-	if err != nil || !reflect.DeepEqual(cfg.Auth.Tokens, []config.Token{entry}) {
+	if err != nil || !reflect.DeepEqual(cfg.Auth.Tokens, []config.Token{config.Token(entry)}) {
 		t.Errorf("config: %v %+v", err, cfg)
 	}
-	for _, bad := range []string{"", "a\nb", strings.Repeat("x", config.MaxPrincipalLen+1)} {
+	for _, bad := range []string{"", "a\nb", strings.Repeat("x", MaxPrincipalLen+1)} {
 		if _, _, err := NewToken(bad); err == nil {
 			t.Errorf("NewToken(%q) accepted", bad)
 		}
@@ -160,30 +160,30 @@ func TestHashToken(t *testing.T) {
 // TestNewRefuses checks that New refuses what it cannot use safely, when
 // a config did not come through config.Parse.
 func TestNewRefuses(t *testing.T) {
-	good := config.OAuth{Issuer: "https://a.example.com", Resource: "https://m.example.com/mcp"}
-	for name, c := range map[string]config.Auth{
-		"bad hash":       {Tokens: []config.Token{{Principal: "a", SHA256: "sha256:00"}}},
-		"raw token":      {Tokens: []config.Token{{Principal: "a", SHA256: "pft_x"}}},
-		"no principal":   {Tokens: []config.Token{{SHA256: HashToken("x")}}},
-		"duplicate":      {Tokens: []config.Token{{Principal: "a", SHA256: HashToken("x")}, {Principal: "b", SHA256: HashToken("x")}}},
-		"HS256":          {OAuth: with(good, func(o *config.OAuth) { o.Algorithms = []config.Algorithm{"HS256"} })},
-		"none":           {OAuth: with(good, func(o *config.OAuth) { o.Algorithms = []config.Algorithm{"none"} })},
-		"http issuer":    {OAuth: with(good, func(o *config.OAuth) { o.Issuer = "http://a.example.com" })},
-		"no resource":    {OAuth: with(good, func(o *config.OAuth) { o.Resource = "" })},
-		"http jwks":      {OAuth: with(good, func(o *config.OAuth) { o.JWKSURL = "http://a.example.com/jwks" })},
+	good := OAuth{Issuer: "https://a.example.com", Resource: "https://m.example.com/mcp"}
+	for name, c := range map[string]Options{
+		"bad hash":       {Tokens: []Token{{Principal: "a", SHA256: "sha256:00"}}},
+		"raw token":      {Tokens: []Token{{Principal: "a", SHA256: "pft_x"}}},
+		"no principal":   {Tokens: []Token{{SHA256: HashToken("x")}}},
+		"duplicate":      {Tokens: []Token{{Principal: "a", SHA256: HashToken("x")}, {Principal: "b", SHA256: HashToken("x")}}},
+		"HS256":          {OAuth: with(good, func(o *OAuth) { o.Algorithms = []string{"HS256"} })},
+		"none":           {OAuth: with(good, func(o *OAuth) { o.Algorithms = []string{"none"} })},
+		"http issuer":    {OAuth: with(good, func(o *OAuth) { o.Issuer = "http://a.example.com" })},
+		"no resource":    {OAuth: with(good, func(o *OAuth) { o.Resource = "" })},
+		"http jwks":      {OAuth: with(good, func(o *OAuth) { o.JWKSURL = "http://a.example.com/jwks" })},
 		"empty oauth ok": {},
 	} {
-		_, err := New(c, nil)
+		_, err := New(&c)
 		if (err == nil) != (name == "empty oauth ok") {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, err := New(config.Auth{OAuth: good}, nil); err != nil {
+	if _, err := New(&Options{OAuth: &good}); err != nil {
 		t.Errorf("good: %v", err)
 	}
 }
 
-func with(o config.OAuth, f func(*config.OAuth)) config.OAuth {
+func with(o OAuth, f func(*OAuth)) *OAuth {
 	f(&o)
-	return o
+	return &o
 }

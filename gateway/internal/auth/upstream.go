@@ -2,8 +2,6 @@ package auth
 
 import (
 	"net/http"
-
-	"github.com/preflightmcp/preflight/gateway/config"
 )
 
 // credentialHeaders carry a client's credentials to the gateway. None is
@@ -25,14 +23,13 @@ func StripCredentials(h http.Header) {
 // (the one given to the SDK's client transport for an http or sse
 // server). Every request leaves with no credential header it was given
 // (whatever was copied into it from a client's request) and with the
-// upstream's own: s.Headers, then "Authorization: Bearer" and
-// s.BearerToken when set, both from the config or the environment.
-// base nil means http.DefaultTransport.
-func UpstreamTransport(base http.RoundTripper, s *config.Server) http.RoundTripper {
+// upstream's own: headers, then "Authorization: Bearer" and bearerToken
+// when set. base nil means http.DefaultTransport.
+func UpstreamTransport(base http.RoundTripper, headers map[string]string, bearerToken string) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return &upstreamTransport{base: base, headers: s.Headers, token: s.BearerToken}
+	return &upstreamTransport{base: base, headers: headers, token: bearerToken}
 }
 
 type upstreamTransport struct {

@@ -6,6 +6,7 @@ import (
 	"net/url"
 
 	"github.com/preflightmcp/preflight/gateway/internal/approval"
+	"github.com/preflightmcp/preflight/gateway/internal/loopback"
 	"github.com/preflightmcp/preflight/gateway/internal/page"
 )
 
@@ -24,6 +25,6 @@ func ExampleNew() {
 
 	link, _ := login.NewLink(srv.URL)
 	u, _ := url.Parse(link)
-	fmt.Println(page.IsLoopback(u.Host), u.Path, len(u.Query().Get("token")))
+	fmt.Println(loopback.Is(u.Host), u.Path, len(u.Query().Get("token")))
 	// Output: true /login 43
 }

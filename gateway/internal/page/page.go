@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/preflightmcp/preflight/gateway/internal/loopback"
 	"github.com/preflightmcp/preflight/gateway/internal/text"
 )
 
@@ -163,25 +164,7 @@ func HostAllowed(hosts []string, host string) bool {
 	if hosts != nil {
 		return slices.ContainsFunc(hosts, func(a string) bool { return strings.EqualFold(a, name) })
 	}
-	if strings.EqualFold(name, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(name)
-	return ip != nil && ip.IsLoopback()
-}
-
-// IsLoopback reports whether addr (host:port) listens on a loopback
-// address only, where the page may sign people in with a TokenLogin.
-func IsLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return loopback.Is(name)
 }
 
 type nonceKey struct{}

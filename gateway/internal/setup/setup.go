@@ -76,7 +76,7 @@ func Options(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*gat
 	names := cfg.Names()
 	opts := &gateway.Options{Logger: logger, MaxSessions: cfg.Listen.MaxSessions, MaxSessionsPerPrincipal: cfg.Listen.MaxSessionsPerPrincipal}
 	if !cfg.Auth.IsZero() {
-		a, err := auth.New(cfg.Auth, &auth.Options{Addr: cfg.Listen.HTTP})
+		a, err := auth.New(AuthOptions(cfg.Auth, cfg.Listen.HTTP))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("configuration: auth: %w", err))
 		}
@@ -425,6 +425,34 @@ func FlowFromConfig(cfg *config.Config) *gateway.FlowOptions {
 				o.Servers = map[string]stage.FlowMode{}
 			}
 			o.Servers[name] = stage.FlowMode(s.Flow)
+		}
+	}
+	return o
+}
+
+// AuthOptions are the options of package auth for the configuration's auth
+// section, for a gateway listening on addr.
+func AuthOptions(c config.Auth, addr string) *auth.Options {
+	o := &auth.Options{Addr: addr}
+	for _, t := range c.Tokens {
+		o.Tokens = append(o.Tokens, auth.Token(t))
+	}
+	if !c.OAuth.IsZero() {
+		algs := make([]string, len(c.OAuth.Algorithms))
+		for i, a := range c.OAuth.Algorithms {
+			algs[i] = string(a)
+		}
+		o.OAuth = &auth.OAuth{
+			Issuer:          c.OAuth.Issuer,
+			Resource:        c.OAuth.Resource,
+			Audience:        c.OAuth.Audience,
+			JWKSURL:         c.OAuth.JWKSURL,
+			Algorithms:      algs,
+			Scopes:          c.OAuth.Scopes,
+			PrincipalClaim:  c.OAuth.PrincipalClaim,
+			ClockSkew:       time.Duration(c.OAuth.ClockSkew),
+			JWKSRefresh:     time.Duration(c.OAuth.JWKSRefresh),
+			JWKSMinInterval: time.Duration(c.OAuth.JWKSMinInterval),
 		}
 	}
 	return o

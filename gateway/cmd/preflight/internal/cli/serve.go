@@ -26,6 +26,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/internal/auth"
+	"github.com/preflightmcp/preflight/gateway/internal/loopback"
 	"github.com/preflightmcp/preflight/gateway/internal/page"
 	"github.com/preflightmcp/preflight/gateway/internal/pin"
 	"github.com/preflightmcp/preflight/gateway/internal/pin/sqlstore"
@@ -267,7 +268,7 @@ func (c *serveCmd) start(ctx context.Context, opts *gateway.Options, logger *slo
 		switch {
 		case opts.Auth != nil && !opts.Auth.Anonymous():
 			login, err = signInPage(ctx, opts, logger, addr, cfg, state)
-		case page.IsLoopback(addr):
+		case loopback.Is(addr):
 			login, err = approvalsPage(ctx, opts, logger, state)
 		}
 		if err != nil {
@@ -740,7 +741,7 @@ func signInPage(ctx context.Context, opts *gateway.Options, logger *slog.Logger,
 	if cfg != nil {
 		admins, pageURL = cfg.Approvals.Admins, cfg.Approvals.PageURL
 	}
-	loopback := page.IsLoopback(addr)
+	loopback := loopback.Is(addr)
 	if opts.Approvals == nil {
 		a := admins
 		if loopback {

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/internal/auth"
 )
 
@@ -61,7 +60,7 @@ func (c *tokenCmd) run(_ context.Context, env *env, inv invocation) error {
 		return usagef("-principal is required")
 	}
 	var token string
-	var entry config.Token
+	var entry auth.Token
 	if c.env != "" {
 		v, ok := os.LookupEnv(c.env)
 		switch {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/internal/auth"
+	"github.com/preflightmcp/preflight/gateway/internal/setup"
 )
 
 // TestToken makes a token, puts the entry it prints in a config, and
@@ -32,7 +33,7 @@ func TestToken(t *testing.T) {
 	if got := c.Auth.Tokens; len(got) != 1 || got[0].Principal != "ci bot: nightly" || got[0].SHA256 != auth.HashToken(token) {
 		t.Fatalf("tokens %+v", got)
 	}
-	a, err := auth.New(c.Auth, nil)
+	a, err := auth.New(setup.AuthOptions(c.Auth, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
