@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/preflightmcp/preflight/disclose"
 	"github.com/preflightmcp/preflight/gateway/internal/approval"
@@ -41,6 +42,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/redact"
 	"github.com/preflightmcp/preflight/gateway/internal/stage"
 	"github.com/preflightmcp/preflight/gateway/internal/state"
+	"github.com/preflightmcp/preflight/gateway/internal/tracing"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 	"github.com/preflightmcp/preflight/hints"
 	"github.com/preflightmcp/preflight/requeststate"
@@ -176,6 +178,12 @@ type Options struct {
 	// Metrics configures the Prometheus metrics served at MetricsPath. Nil
 	// means on, with package metrics' defaults.
 	Metrics *MetricsOptions
+
+	// TracerProvider traces every call: a span per call, per stage it
+	// crosses and per round trip to its upstream (docs/tracing.md). Nil
+	// means no traces, at no cost. The gateway does not shut it down:
+	// whoever made it does (a Closer).
+	TracerProvider trace.TracerProvider
 
 	// Closers are called by [Gateway.Close] after the upstreams stopped,
 	// or by [Options.Close]: what the maker of the options opened for them
@@ -421,15 +429,19 @@ func New(opts *Options) (*Gateway, error) {
 		g.metrics.Upstreams(g.upstreamMetrics)
 		obs = g.metrics
 	}
+	var tracer trace.Tracer
+	if o.TracerProvider != nil {
+		tracer = o.TracerProvider.Tracer(tracing.Scope)
+	}
 	g.forward = forward.New(&forward.Options{Ring: o.Ring, Audience: o.Name, Parking: o.Parking, MaxRounds: o.MaxRounds,
-		Logger: logger, Nonces: st.Nonces, Retry: o.Retry, RetryObserver: obs})
+		Logger: logger, Nonces: st.Nonces, Retry: o.Retry, RetryObserver: obs, Tracer: tracer})
 	stages, err := g.newStages(st)
 	if err != nil {
 		g.closeState()
 		return nil, err
 	}
 	g.stages = stages
-	g.chain = call.Compile(g.forward.Finals(), stages...)
+	g.chain = call.CompileTraced(tracer, g.forward.Finals(), stages...)
 	g.forward.SetAnswers(g.chain)
 	g.server = g.newServer(info)
 	if g.anonymous, err = auth.Anonymous(&auth.Options{Logger: logger}); err != nil {

@@ -76,6 +76,8 @@ type Config struct {
 	Retry Retry `json:"retry,omitzero"`
 	// Metrics configures /metrics; zero means on.
 	Metrics Metrics `json:"metrics,omitzero"`
+	// Tracing exports OpenTelemetry traces; zero means off.
+	Tracing Tracing `json:"tracing,omitzero"`
 }
 
 // Listen says where the gateway serves MCP. Its zero value leaves both to

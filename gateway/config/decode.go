@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -77,6 +78,7 @@ func within(path, parent string) bool {
 var (
 	durationType = reflect.TypeFor[Duration]()
 	boolPtrType  = reflect.TypeFor[*bool]()
+	floatPtrType = reflect.TypeFor[*float64]()
 	packType     = reflect.TypeFor[Pack]()
 )
 
@@ -240,6 +242,17 @@ func (d *decoder) decode(n *node, path string, v reflect.Value, text bool) {
 		if d.bool(n, path, &b) {
 			v.Set(reflect.ValueOf(&b))
 		}
+	case t == floatPtrType:
+		if n.kind != scalarNode || (n.tag != "int" && n.tag != "float" && !n.subst) {
+			d.fail(n, path, "expected a number, found %s", n.describe())
+			return
+		}
+		f, err := strconv.ParseFloat(n.text, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			d.fail(n, path, "%s is not a number", quote(n.text))
+			return
+		}
+		v.Set(reflect.ValueOf(&f))
 	case t.Kind() == reflect.Int:
 		if n.kind != scalarNode || (n.tag != "int" && !n.subst) {
 			d.fail(n, path, "expected a whole number, found %s", n.describe())

@@ -72,6 +72,10 @@ func TestSchemaMatchesTypes(t *testing.T) {
 			if s.Type != "integer" {
 				t.Errorf("%s: schema type %q, want integer", path, s.Type)
 			}
+		case typ.Kind() == reflect.Float64:
+			if s.Type != "number" {
+				t.Errorf("%s: schema type %q, want number", path, s.Type)
+			}
 		case typ == packType:
 			if len(s.AnyOf) != 2 || s.AnyOf[0].Type != "boolean" || len(s.AnyOf[1].Enum) == 0 {
 				t.Errorf("%s: a pack is true, false or one of the shipped packs' names", path)

@@ -65,6 +65,7 @@ func (p *parser) validate(c *Config) {
 		}
 	}
 	p.retry(&c.Retry)
+	p.tracing(&c.Tracing)
 	for _, c := range []struct {
 		key string
 		n   int

@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/preflightmcp/preflight"
 	"github.com/preflightmcp/preflight/gateway/internal/catalog"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 	"github.com/preflightmcp/preflight/hints"
@@ -239,6 +240,16 @@ type Resolution struct {
 func (r *Resolution) Effective() policy.Effective {
 	a := r.Annotations
 	return policy.Evaluate(policy.Input{Resolved: &a, ResolvedHints: r.Hints})
+}
+
+// Effect returns the effect of a call resolved as r: its effect hint,
+// else the one its annotations imply (read for a read-only tool, write
+// otherwise); a nil r is resolved by the default annotations.
+func (r *Resolution) Effect() hints.Effect {
+	if r == nil {
+		return hints.Derive(preflight.DefaultAnnotations).Effect
+	}
+	return hints.Merge(hints.Derive(r.Annotations), r.Hints).Effect
 }
 
 // AsResolution converts a Resolution for package resolve.

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Handler serves a call: it returns the result's JSON (an object) as the
@@ -48,6 +49,13 @@ type Chain struct {
 // apply to it, the first outermost, then its final handler. It panics if
 // two stages have one name (a programming error).
 func Compile(finals map[string]Handler, stages ...Stage) *Chain {
+	return CompileTraced(nil, finals, stages...)
+}
+
+// CompileTraced is [Compile] with a span for each call (named after its
+// method, a child of the trace its request names) and one for each stage
+// it crosses, from tracer; a nil tracer traces nothing and costs nothing.
+func CompileTraced(tracer trace.Tracer, finals map[string]Handler, stages ...Stage) *Chain {
 	seen := map[string]bool{}
 	for _, s := range stages {
 		if seen[s.Name()] {
@@ -64,10 +72,17 @@ func Compile(finals map[string]Handler, stages ...Stage) *Chain {
 			if sc, ok := s.(Scoped); ok && !slices.Contains(sc.Methods(), method) {
 				continue
 			}
-			h = &link{stage: s, next: h}
+			if tracer != nil {
+				h = &tracedLink{tracer: tracer, link: link{stage: s, next: h}}
+			} else {
+				h = &link{stage: s, next: h}
+			}
 			names = append(names, s.Name())
 		}
 		slices.Reverse(names)
+		if tracer != nil {
+			h = &traced{tracer: tracer, next: h}
+		}
 		ch.byMethod[method], ch.order[method] = h, names
 	}
 	return ch

@@ -108,6 +108,9 @@ func TestParse(t *testing.T) {
 		{name: "too large", in: toolsCall(`{"name":"` + strings.Repeat("a", MaxBytes) + `"}`), code: -32600, msg: "larger than"},
 
 		// Ambiguous in the envelope.
+		{name: "repeated traceparent in _meta", in: toolsCall(`{"name":"f","_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","traceparent":"00-11111111111111111111111111111111-2222222222222222-01"}}`),
+			code: -32602, member: "params._meta.traceparent", msg: `repeated member "traceparent"`},
+		{name: "escaped tracestate beside tracestate", in: toolsCall(`{"name":"f","_meta":{"tracestate":"a=1","tr\u0061cestate":"a=2"}}`), code: -32602, member: "params._meta.tracestate"},
 		{name: "repeated params", in: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"},"params":{"name":"b"}}`,
 			code: -32600, member: "params", msg: `repeated member "params"`},
 		{name: "repeated method", in: `{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"tools/call"}`, code: -32600, member: "method"},

@@ -44,12 +44,16 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/rawjson"
 	"github.com/preflightmcp/preflight/gateway/internal/state"
 	"github.com/preflightmcp/preflight/gateway/internal/text"
+	"github.com/preflightmcp/preflight/gateway/internal/tracing"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
+	"github.com/preflightmcp/preflight/gateway/internal/wire"
 	"github.com/preflightmcp/preflight/requeststate"
 )
 
@@ -96,6 +100,9 @@ type Options struct {
 	Retry *RetryPolicy
 	// RetryObserver hears the retries (metrics); nil means nobody.
 	RetryObserver RetryObserver
+	// Tracer makes a span for each time a call is sent to its upstream,
+	// whose trace context the upstream gets in _meta. Nil means none.
+	Tracer trace.Tracer
 }
 
 // Forward sends calls to their upstreams: the final handlers of the
@@ -109,6 +116,7 @@ type Forward struct {
 	nonces    state.Nonces
 	own       *state.Store // made when Options.Nonces is nil
 	retry     *retrier
+	tracer    trace.Tracer
 	subs      subscriptions
 	seq       idSeq
 
@@ -122,7 +130,7 @@ func New(opts *Options) *Forward {
 	if opts != nil {
 		o = *opts
 	}
-	f := &Forward{ring: o.Ring, audience: o.Audience, parking: o.Parking, maxRounds: o.MaxRounds, logger: o.Logger, nonces: o.Nonces}
+	f := &Forward{ring: o.Ring, audience: o.Audience, parking: o.Parking, maxRounds: o.MaxRounds, logger: o.Logger, nonces: o.Nonces, tracer: o.Tracer}
 	if f.nonces == nil {
 		f.own = state.NewMemory(nil)
 		f.nonces = f.own.Nonces
@@ -186,12 +194,30 @@ func (s *Send) Serve(ctx context.Context, c *call.Call) (json.RawMessage, error)
 	return s.f.retry.serve(ctx, c, s.f.once)
 }
 
-// once sends the call once, by the path its two sides allow: as judged,
+// once sends the call once, in the span of its round trip when tracing is
+// on.
+func (f *Forward) once(ctx context.Context, c *call.Call) (json.RawMessage, error) {
+	c.UpstreamEra = c.Upstream.Era()
+	if f.tracer == nil {
+		return f.send(ctx, c)
+	}
+	ctx, span := f.tracer.Start(ctx, "upstream "+c.Method, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(tracing.Method.String(c.Method), tracing.Server.String(c.Upstream.Name()),
+			tracing.UpEra.String(c.UpstreamEra), tracing.Attempt.Int(c.Attempts)))
+	defer span.End()
+	res, err := f.send(ctx, c)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	return res, err
+}
+
+// send sends the call by the path its two sides allow: as judged,
 // re-encoded, over HTTP between two 2026-07-28 peers or two legacy peers
 // of streamable HTTP (passthrough), else through the upstream's SDK
 // session (exchange).
-func (f *Forward) once(ctx context.Context, c *call.Call) (json.RawMessage, error) {
-	c.UpstreamEra = c.Upstream.Era()
+func (f *Forward) send(ctx context.Context, c *call.Call) (json.RawMessage, error) {
 	switch {
 	case passable(c):
 		return f.passthrough(ctx, c)
@@ -301,6 +327,33 @@ func meta(c *call.Call) (mcp.Meta, error) {
 	return m, nil
 }
 
+// upstreamMeta is the _meta the upstream gets through the SDK: the call's,
+// with the trace context of the round trip's span (tracing.Context).
+func upstreamMeta(ctx context.Context, c *call.Call) (mcp.Meta, error) {
+	m, err := meta(c)
+	if err != nil {
+		return nil, err
+	}
+	if tp, ts := tracing.Context(ctx); tp != "" {
+		if m == nil {
+			m = mcp.Meta{}
+		}
+		m[tracing.TraceParent] = tp
+		delete(m, tracing.TraceState)
+		if ts != "" {
+			m[tracing.TraceState] = ts
+		}
+	}
+	return m, nil
+}
+
+// params are the judged members of the request the passthroughs write,
+// with the round trip's trace context.
+func params(ctx context.Context, c *call.Call) wire.Params {
+	tp, ts := tracing.Context(ctx)
+	return wire.Params{Name: c.Target, Arguments: c.Arguments, Meta: c.Meta, TraceParent: tp, TraceState: ts}
+}
+
 // modern serves a client that answers in rounds (2026-07-28).
 func (f *Forward) modern(ctx context.Context, c *call.Call) (json.RawMessage, error) {
 	var st *statePayload
@@ -335,7 +388,7 @@ func (f *Forward) modern(ctx context.Context, c *call.Call) (json.RawMessage, er
 			return nil, internalError("%v", err)
 		}
 	} else {
-		m, err := meta(c)
+		m, err := upstreamMeta(ctx, c)
 		if err != nil {
 			return nil, err
 		}
@@ -409,7 +462,7 @@ func (f *Forward) modern(ctx context.Context, c *call.Call) (json.RawMessage, er
 // legacy serves a client that answers within the call (2025-11-25 and
 // older): questions become requests through its Conn.
 func (f *Forward) legacy(ctx context.Context, c *call.Call) (json.RawMessage, error) {
-	m, err := meta(c)
+	m, err := upstreamMeta(ctx, c)
 	if err != nil {
 		return nil, err
 	}

@@ -73,7 +73,7 @@ func passable(c *call.Call) bool {
 // response is returned, an input_required one with its requestState sealed
 // into the gateway's own and its keys namespaced as on the decoded path.
 func (f *Forward) passthrough(ctx context.Context, c *call.Call) (json.RawMessage, error) {
-	body := wire.Request(json.RawMessage("1"), c.Method, wire.Params{Name: c.Target, Arguments: c.Arguments, Meta: c.Meta})
+	body := wire.Request(json.RawMessage("1"), c.Method, params(ctx, c))
 	resp, cancel, err := c.Upstream.Post(ctx, body, headers(c))
 	if err != nil {
 		return nil, upstreamError(c.Upstream, err)

@@ -73,7 +73,7 @@ func (f *Forward) sessionPassthrough(ctx context.Context, c *call.Call) (json.Ra
 		return nil, upstreamError(c.Upstream, upstream.ErrSessionGone)
 	}
 	upID := f.seq.next("call")
-	body := wire.Request(upID, c.Method, wire.Params{Name: c.Target, Arguments: c.Arguments, Meta: c.Meta})
+	body := wire.Request(upID, c.Method, params(ctx, c))
 
 	ctx, cancel := context.WithCancel(ctx)
 	var questions sync.WaitGroup

@@ -214,6 +214,15 @@ func Options(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*gat
 			return nil, err
 		}
 	}
+	if cfg.Tracing.Enabled {
+		tp, shutdown, err := TracerProvider(cfg.Tracing)
+		if err != nil {
+			_ = opts.Close()
+			return nil, err
+		}
+		opts.TracerProvider = tp
+		opts.Closers = append(opts.Closers, shutdown)
+	}
 	return opts, nil
 }
 

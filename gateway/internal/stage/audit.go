@@ -10,10 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
-	"github.com/preflightmcp/preflight"
 	"github.com/preflightmcp/preflight/gateway/internal/audit"
 	"github.com/preflightmcp/preflight/gateway/internal/call"
-	"github.com/preflightmcp/preflight/hints"
 )
 
 // AuditOptions configure [Audit] and [AuditRefused]; nil means the
@@ -153,7 +151,7 @@ func auditCall(c *call.Call, o AuditOptions) audit.Call {
 	if r == nil {
 		r = Static(c.Tool)
 	}
-	ac.Effect = EffectOf(r)
+	ac.Effect = r.Effect()
 	ac.Destructive = !r.Annotations.ReadOnlyHint && r.Annotations.DestructiveHint
 	if d := c.Decision; d != nil {
 		if v := audit.Decision(d.Verdict); v.Valid() {
@@ -171,16 +169,6 @@ func auditCall(c *call.Call, o AuditOptions) audit.Call {
 		}
 	}
 	return ac
-}
-
-// EffectOf returns the effect of a call resolved as r: its effect hint,
-// else the one its annotations imply (read for a read-only tool, write
-// otherwise).
-func EffectOf(r *call.Resolution) hints.Effect {
-	if r == nil {
-		return hints.Derive(preflight.DefaultAnnotations).Effect
-	}
-	return hints.Merge(hints.Derive(r.Annotations), r.Hints).Effect
 }
 
 // ending says how c ended, given what the stages after the audit returned.

@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/preflightmcp/preflight/gateway/internal/rawjson"
 )
 
 // Params are the judged members of a request's params, for Request.
@@ -18,6 +20,10 @@ type Params struct {
 	Name, URI                       string
 	Arguments, Meta, InputResponses json.RawMessage
 	RequestState                    string
+	// TraceParent and TraceState, when TraceParent is not empty, are the
+	// W3C trace context the request carries in _meta, in place of any
+	// that Meta has.
+	TraceParent, TraceState string
 }
 
 // Request builds the JSON-RPC request to forward from what was judged:
@@ -26,7 +32,7 @@ type Params struct {
 // notification. The raw members must be valid JSON, as Parse returns them.
 func Request(id json.RawMessage, method string, p Params) []byte {
 	n := 64 + len(id) + len(method) + len(p.Name) + len(p.URI) + len(p.Arguments) +
-		len(p.Meta) + len(p.InputResponses) + len(p.RequestState)
+		len(p.Meta) + len(p.InputResponses) + len(p.RequestState) + len(p.TraceParent) + len(p.TraceState)
 	b := make([]byte, 0, n+n/8)
 	b = append(b, `{"jsonrpc":"2.0"`...)
 	if len(id) > 0 {
@@ -62,10 +68,41 @@ func Request(id json.RawMessage, method string, p Params) []byte {
 	str(`"name":`, p.Name)
 	str(`"uri":`, p.URI)
 	raw(`"arguments":`, p.Arguments)
-	raw(`"_meta":`, p.Meta)
+	if p.TraceParent == "" {
+		raw(`"_meta":`, p.Meta)
+	} else {
+		if sep {
+			b = append(b, ',')
+		}
+		sep = true
+		b = appendTracedMeta(b, p)
+	}
 	raw(`"inputResponses":`, p.InputResponses)
 	str(`"requestState":`, p.RequestState)
 	return append(b, "}}"...)
+}
+
+// appendTracedMeta appends the _meta member of p: its trace context first,
+// then the members of p.Meta other than traceparent and tracestate, so
+// that none is repeated.
+func appendTracedMeta(b []byte, p Params) []byte {
+	b = append(b, `"_meta":{"traceparent":`...)
+	b = AppendString(b, p.TraceParent)
+	if p.TraceState != "" {
+		b = append(b, `,"tracestate":`...)
+		b = AppendString(b, p.TraceState)
+	}
+	members, _ := rawjson.Members(p.Meta) // judged: an object, or empty
+	for _, m := range members {
+		if m.Key == "traceparent" || m.Key == "tracestate" {
+			continue
+		}
+		b = append(b, ',')
+		b = AppendString(b, m.Key)
+		b = append(b, ':')
+		b = append(b, m.Value...)
+	}
+	return append(b, '}')
 }
 
 // AppendString appends s as a JSON string, escaping only what JSON requires;
