@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/preflightmcp/preflight/endpoint"
 	"github.com/preflightmcp/preflight/gateway"
@@ -309,6 +311,44 @@ func BenchmarkGatewayLayers(b *testing.B) {
 						b.Run("tool="+tool, func(b *testing.B) {
 							benchPaths(b, era, 1, up, gw, [2]string{"direct", "gateway"}, func() *mcp.CallToolParams { return benchCall(tool) })
 						})
+					}
+				})
+			}
+		})
+	}
+}
+
+// BenchmarkGatewayTracing measures what tracing costs a tools/call: the
+// same no-op call through a gateway without a tracer provider and through
+// one whose provider samples every call and batches its spans to an
+// exporter that drops them (the export itself runs beside the call), in
+// each era. The difference of ns/op and allocs/op between tracing=off and
+// tracing=on is the cost of the call's spans: one for the call, one per
+// stage, one for the round trip, and the trace context in _meta.
+func BenchmarkGatewayTracing(b *testing.B) {
+	for _, era := range []string{modern, legacy} {
+		b.Run("era="+era, func(b *testing.B) {
+			up := serveHTTP(b, endpoint.NewHandler(noopServer(), nil))
+			tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+			b.Cleanup(func() { tp.Shutdown(context.Background()) })
+			for _, tracing := range []string{"off", "on"} {
+				opts := &gateway.Options{Upstreams: []gateway.UpstreamSpec{{Name: "noop", URL: up, Era: era, CallTimeout: time.Minute}}}
+				if tracing == "on" {
+					opts.TracerProvider = tp
+				}
+				_, gw := startGateway(b, opts)
+				b.Run("tracing="+tracing, func(b *testing.B) {
+					c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+					cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: gw, DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer cs.Close()
+					b.ReportAllocs()
+					for b.Loop() {
+						if _, err := cs.CallTool(context.Background(), noopCall()); err != nil {
+							b.Fatal(err)
+						}
 					}
 				})
 			}

@@ -112,3 +112,35 @@ func names(spans []sdktrace.ReadOnlySpan) []string {
 	}
 	return out
 }
+
+// BenchmarkChain measures the chain alone, two stages in front of a final
+// handler, untraced (Compile) and traced into a provider that samples every
+// call and drops what it records.
+func BenchmarkChain(b *testing.B) {
+	final := call.HandlerFunc(func(context.Context, *call.Call) (json.RawMessage, error) { return json.RawMessage(`{}`), nil })
+	stages := []call.Stage{&pass{name: "route"}, &pass{name: "decide"}}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	defer tp.Shutdown(context.Background())
+	for name, ch := range map[string]*call.Chain{
+		"tracing=off": call.Compile(map[string]call.Handler{call.ToolsCall: final}, stages...),
+		"tracing=on":  call.CompileTraced(tp.Tracer("bench"), map[string]call.Handler{call.ToolsCall: final}, stages...),
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			c := &call.Call{Method: call.ToolsCall, Name: "f", Client: &call.Client{Version: "2026-07-28"}}
+			for b.Loop() {
+				if _, err := ch.Serve(context.Background(), c); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// pass is a stage that only goes on.
+type pass struct{ name string }
+
+func (p *pass) Name() string { return p.name }
+func (p *pass) Serve(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
+	return next.Serve(ctx, c)
+}

@@ -516,7 +516,7 @@ func (c *serveCmd) reload(ctx context.Context, g *gateway.Gateway, logger *slog.
 		"redaction": !reflect.DeepEqual(running.Redaction, next.Redaction), "pins": !reflect.DeepEqual(running.Pins, next.Pins),
 		"approvals": !reflect.DeepEqual(running.Approvals, next.Approvals), "auth": !reflect.DeepEqual(running.Auth, next.Auth),
 		"requestState": !reflect.DeepEqual(running.RequestState, next.RequestState), "retry": !reflect.DeepEqual(running.Retry, next.Retry),
-		"metrics": !reflect.DeepEqual(running.Metrics, next.Metrics),
+		"metrics": !reflect.DeepEqual(running.Metrics, next.Metrics), "tracing": !reflect.DeepEqual(running.Tracing, next.Tracing),
 	} {
 		if differs {
 			logger.Warn(key+" changed: it takes effect at start; restart the gateway to apply it", "file", c.config)
