@@ -130,6 +130,18 @@ type Call struct {
 	argsDone bool
 }
 
+// Ended returns how the call ended, given the error it ended with: its
+// Outcome when a stage or forwarder set one, else "error" or "ok".
+func (c *Call) Ended(err error) string {
+	switch {
+	case c.Outcome != "":
+		return c.Outcome
+	case err != nil:
+		return "error"
+	}
+	return "ok"
+}
+
 // Args returns the arguments decoded once: an empty map for none, an
 // error (-32602) when they are not a JSON object.
 func (c *Call) Args() (map[string]any, error) {

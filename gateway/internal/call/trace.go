@@ -3,6 +3,7 @@ package call
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -19,7 +20,7 @@ type traced struct {
 }
 
 func (t *traced) Serve(ctx context.Context, c *Call) (json.RawMessage, error) {
-	var header map[string][]string
+	var header http.Header
 	if c.Client != nil {
 		header = c.Client.Header
 	}
@@ -28,7 +29,7 @@ func (t *traced) Serve(ctx context.Context, c *Call) (json.RawMessage, error) {
 		trace.WithAttributes(tracing.Method.String(c.Method)))
 	defer span.End()
 	res, err := t.next.Serve(ctx, c)
-	span.SetAttributes(attributes(c)...)
+	span.SetAttributes(attributes(c, err)...)
 	setStatus(span, err)
 	return res, err
 }
@@ -47,9 +48,9 @@ func (l *tracedLink) Serve(ctx context.Context, c *Call) (json.RawMessage, error
 	return res, err
 }
 
-// attributes are what the call's span says of c once it ended: never an
-// argument's value or a result.
-func attributes(c *Call) []attribute.KeyValue {
+// attributes are what the call's span says of c once it ended with err:
+// never an argument's value or a result.
+func attributes(c *Call, err error) []attribute.KeyValue {
 	attrs := make([]attribute.KeyValue, 0, 7)
 	attrs = append(attrs, tracing.Tool.String(c.Name))
 	if c.Upstream != nil {
@@ -67,10 +68,7 @@ func attributes(c *Call) []attribute.KeyValue {
 	if c.Decision != nil {
 		attrs = append(attrs, tracing.Decision.String(string(c.Decision.Verdict)))
 	}
-	if c.Outcome != "" {
-		attrs = append(attrs, tracing.Outcome.String(c.Outcome))
-	}
-	return attrs
+	return append(attrs, tracing.Outcome.String(c.Ended(err)))
 }
 
 // setStatus records err on span.

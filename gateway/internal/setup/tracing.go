@@ -3,6 +3,7 @@ package setup
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"time"
 
@@ -13,6 +14,17 @@ import (
 
 	"github.com/preflightmcp/preflight/gateway/config"
 )
+
+// tracesURL returns the URL spans are posted to: endpoint, with the OTLP
+// path (/v1/traces) when it has no path of its own.
+func tracesURL(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Path != "" && u.Path != "/") {
+		return endpoint // the exporter reports a bad URL
+	}
+	u.Path = "/v1/traces"
+	return u.String()
+}
 
 // DefaultServiceName names the gateway in its traces when neither the
 // configuration nor OTEL_SERVICE_NAME does.
@@ -31,7 +43,7 @@ func TracerProvider(t config.Tracing) (*sdktrace.TracerProvider, func() error, e
 	}
 	var eo []otlptracehttp.Option
 	if t.Endpoint != "" {
-		eo = append(eo, otlptracehttp.WithEndpointURL(t.Endpoint))
+		eo = append(eo, otlptracehttp.WithEndpointURL(tracesURL(t.Endpoint)))
 	}
 	exp, err := otlptracehttp.New(context.Background(), eo...)
 	if err != nil {

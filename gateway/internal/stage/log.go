@@ -27,7 +27,6 @@ func (*Log) Name() string { return "log" }
 func (l *Log) Serve(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
 	start := time.Now()
 	res, err := next.Serve(ctx, c)
-	outcome := c.Outcome
 	level := slog.LevelInfo
 	attrs := make([]slog.Attr, 0, 12)
 	attrs = append(attrs, slog.String("method", c.Method))
@@ -45,19 +44,13 @@ func (l *Log) Serve(ctx context.Context, c *call.Call, next call.Handler) (json.
 	attrs = append(attrs, slog.Float64("latencyMs", float64(time.Since(start).Microseconds())/1000))
 	if err != nil {
 		level = slog.LevelWarn
-		if outcome == "" {
-			outcome = "error"
-		}
 		var we *jsonrpc.Error
 		if errors.As(err, &we) {
 			attrs = append(attrs, slog.Int64("code", we.Code))
 		}
 		attrs = append(attrs, slog.String("error", text.Sanitize(text.Clip(err.Error(), quoteLimit))))
 	}
-	if outcome == "" {
-		outcome = "ok"
-	}
-	attrs = append(attrs, slog.String("outcome", outcome))
+	attrs = append(attrs, slog.String("outcome", c.Ended(err)))
 	if n := c.NotificationsDropped; n > 0 {
 		level = max(level, slog.LevelWarn)
 		attrs = append(attrs, slog.Int("notificationsDropped", n))
