@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"net/http"
 	"net/url"
 	"slices"
@@ -22,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
 	"github.com/preflightmcp/preflight/gateway/internal/loopback"
 )
 
@@ -66,24 +66,9 @@ func (k *jwk) fits(alg string) bool {
 	return false
 }
 
-// rawJWK is a JSON Web Key as served (RFC 7517, RFC 7518, RFC 8037).
-type rawJWK struct {
-	Kty    string   `json:"kty"`
-	Kid    string   `json:"kid"`
-	Use    string   `json:"use"`
-	Alg    string   `json:"alg"`
-	KeyOps []string `json:"key_ops"`
-	N      string   `json:"n"`
-	E      string   `json:"e"`
-	Crv    string   `json:"crv"`
-	X      string   `json:"x"`
-	Y      string   `json:"y"`
-}
-
-// parseJWKS reads a JWK Set and returns the signature keys it can use:
-// RSA of 2048 to 8192 bits, EC on P-256, P-384 and P-521, and Ed25519.
-// Other keys (encryption keys, symmetric keys, unknown types, malformed
-// ones) are skipped; a set with no usable key is an error.
+// parseJWKS reads a JWK Set and returns the signature keys it can use.
+// Each key is parsed on its own, so a malformed one is skipped rather than
+// failing the set; a set with no usable key is an error.
 func parseJWKS(data []byte) ([]*jwk, error) {
 	var set struct {
 		Keys []json.RawMessage `json:"keys"`
@@ -93,11 +78,7 @@ func parseJWKS(data []byte) ([]*jwk, error) {
 	}
 	var keys []*jwk
 	for _, raw := range set.Keys {
-		var r rawJWK
-		if json.Unmarshal(raw, &r) != nil {
-			continue
-		}
-		if k := r.key(); k != nil {
+		if k := signatureKey(raw); k != nil {
 			keys = append(keys, k)
 			if len(keys) == maxKeys {
 				break
@@ -110,66 +91,48 @@ func parseJWKS(data []byte) ([]*jwk, error) {
 	return keys, nil
 }
 
-// key returns r as a usable signature key, or nil.
-func (r *rawJWK) key() *jwk {
-	if r.Use != "" && r.Use != "sig" || r.KeyOps != nil && !slices.Contains(r.KeyOps, "verify") {
+// jwkMembers are the members of a JWK that go-jose does not keep.
+type jwkMembers struct {
+	KeyOps []string `json:"key_ops"`
+	X      string   `json:"x"`
+}
+
+// signatureKey returns the JWK raw as a usable signature key, or nil.
+// go-jose parses it (RFC 7517, RFC 7518, RFC 8037) and checks that an EC
+// point is on its curve; on top, the key must be for signatures, public
+// (a published private key is compromised), RSA of 2048 to 8192 bits with
+// an odd exponent, EC on P-256, P-384 or P-521, or Ed25519, and fit its
+// own alg.
+func signatureKey(raw []byte) *jwk {
+	var parsed jose.JSONWebKey
+	var m jwkMembers
+	if parsed.UnmarshalJSON(raw) != nil || json.Unmarshal(raw, &m) != nil {
 		return nil
 	}
-	k := &jwk{kid: r.Kid, alg: r.Alg}
-	switch r.Kty {
-	case "RSA":
-		n, err1 := b64(r.N)
-		e, err2 := b64(r.E)
-		if err1 != nil || err2 != nil || len(e) == 0 || len(e) > 4 {
+	if parsed.Use != "" && parsed.Use != "sig" || m.KeyOps != nil && !slices.Contains(m.KeyOps, "verify") {
+		return nil
+	}
+	switch key := parsed.Key.(type) {
+	case *rsa.PublicKey:
+		if bits := key.N.BitLen(); bits < minRSABits || bits > maxRSABits || key.E < 3 || key.E%2 == 0 {
 			return nil
 		}
-		nn := new(big.Int).SetBytes(n)
-		ee := int(new(big.Int).SetBytes(e).Int64())
-		if bits := nn.BitLen(); bits < minRSABits || bits > maxRSABits || ee < 3 || ee%2 == 0 {
+	case *ecdsa.PublicKey:
+		// go-jose accepts only the three curves, with the point on it.
+	case ed25519.PublicKey:
+		// go-jose pads or cuts x to 32 bytes: a key of another size is malformed.
+		if len(m.X) != base64.RawURLEncoding.EncodedLen(ed25519.PublicKeySize) {
 			return nil
 		}
-		k.key = &rsa.PublicKey{N: nn, E: ee}
-	case "EC":
-		var curve elliptic.Curve
-		switch r.Crv {
-		case "P-256":
-			curve = elliptic.P256()
-		case "P-384":
-			curve = elliptic.P384()
-		case "P-521":
-			curve = elliptic.P521()
-		default:
-			return nil
-		}
-		size := (curve.Params().BitSize + 7) / 8
-		x, err1 := b64(r.X)
-		y, err2 := b64(r.Y)
-		if err1 != nil || err2 != nil || len(x) != size || len(y) != size {
-			return nil
-		}
-		// ParseUncompressedPublicKey checks that the point is on the curve.
-		pub, err := ecdsa.ParseUncompressedPublicKey(curve, slices.Concat([]byte{4}, x, y))
-		if err != nil {
-			return nil
-		}
-		k.key = pub
-	case "OKP":
-		x, err := b64(r.X)
-		if r.Crv != "Ed25519" || err != nil || len(x) != ed25519.PublicKeySize {
-			return nil
-		}
-		k.key = ed25519.PublicKey(x)
 	default:
-		return nil
+		return nil // symmetric, private, or of a type go-jose does not parse
 	}
+	k := &jwk{kid: parsed.KeyID, alg: parsed.Algorithm, key: parsed.Key}
 	if k.alg != "" && !k.fits(k.alg) {
 		return nil // a key whose own alg cannot use it
 	}
 	return k
 }
-
-// b64 decodes base64url without padding, as JWKs are written.
-func b64(s string) ([]byte, error) { return base64.RawURLEncoding.Strict().DecodeString(s) }
 
 // keySnapshot is one fetched key set.
 type keySnapshot struct {

@@ -1,9 +1,18 @@
 package auth
 
 import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/base64"
 	"fmt"
+	"maps"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -308,4 +317,66 @@ func TestKidlessTokens(t *testing.T) {
 	if r := g.get(t, bearer(sign(t, k, is.claims(g.resource)))); r.status != 401 || !strings.Contains(r.challenge, "no key id") {
 		t.Errorf("no kid, %d keys of the algorithm: %d %q", maxKidlessKeys+1, r.status, r.challenge)
 	}
+}
+
+// TestParseJWKSSkipsBadKeys puts one bad key before a good one: each key
+// is parsed on its own, so the bad one is skipped and the good one kept.
+func TestParseJWKSSkipsBadKeys(t *testing.T) {
+	enc := base64.RawURLEncoding.EncodeToString
+	ed, ec := jwkOf(key("ed")), jwkOf(key("ec"))
+	edPub := key("ed").signer.Public().(ed25519.PublicKey)
+	ecD, err := key("ec").signer.(*ecdsa.PrivateKey).Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ecCert := selfSigned(t, key("ec").signer)
+	for _, tc := range []struct {
+		name string
+		bad  map[string]any
+		want []string // kids kept, the good key's last
+	}{
+		{"EC point off the curve", jwkWith(ec, "y", ec["x"]), nil},
+		{"EC coordinate of another curve", jwkWith(ec, "crv", "P-384"), nil},
+		{"RSA of 1020 bits", jwkWith(jwkOf(key("rsa")), "n", jwkOf(key("rsa"))["n"].(string)[:170]), nil},
+		{"RSA of 8193 bits", jwkWith(jwkOf(key("rsa")), "n", enc(append([]byte{1}, make([]byte, 1024)...))), nil},
+		{"Ed25519 of 31 bytes", jwkWith(ed, "x", enc(edPub[:31])), nil},
+		{"Ed25519 of 33 bytes", jwkWith(ed, "x", enc(append(edPub, 0))), nil},
+		{"Ed25519 private key", jwkWith(ed, "d", enc(key("ed").signer.(ed25519.PrivateKey).Seed())), nil},
+		{"EC private key", jwkWith(ec, "d", enc(ecD)), nil},
+		{"no kty", jwkWith(ec, "kty", nil), nil},
+		{"x5c of another key", jwkWith(ed, "x5c", []string{ecCert}), nil},
+		{"x5c of its key", jwkWith(ec, "x5c", []string{ecCert}), []string{"ec-1"}},
+	} {
+		good := jwkOf(key("rsa2"))
+		keys, err := parseJWKS([]byte(mustJSON(map[string]any{"keys": []any{tc.bad, good}})))
+		var kids []string
+		for _, k := range keys {
+			kids = append(kids, k.kid)
+		}
+		if want := append(tc.want, "rsa-2"); err != nil || !slices.Equal(kids, want) {
+			t.Errorf("%s: kept %q, %v; want %q", tc.name, kids, err, want)
+		}
+	}
+}
+
+// jwkWith returns a copy of m with its member k set to v, or removed when
+// v is nil.
+func jwkWith(m map[string]any, k string, v any) map[string]any {
+	out := maps.Clone(m)
+	if v == nil {
+		delete(out, k)
+	} else {
+		out[k] = v
+	}
+	return out
+}
+
+// selfSigned returns a self-signed certificate of s's key, as x5c holds it.
+func selfSigned(t *testing.T, s crypto.Signer) string {
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, s.Public(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(der)
 }
