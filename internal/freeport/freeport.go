@@ -32,3 +32,20 @@ func Arg(t testing.TB) string {
 	}
 	return strconv.Itoa(port)
 }
+
+// Addrs returns n distinct loopback addresses (host:port) that were free a
+// moment ago, for a server that takes several; it ends the test when they
+// cannot be had.
+func Addrs(t testing.TB, n int) []string {
+	t.Helper()
+	out := make([]string, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("no free port: %v", err)
+		}
+		defer ln.Close() // held until all are chosen, so that they differ
+		out = append(out, ln.Addr().String())
+	}
+	return out
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/preflightmcp/preflight/gateway/internal/auth"
 	"github.com/preflightmcp/preflight/gateway/internal/call"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 )
 
 // Router says which requests the entry serves itself, without the SDK
@@ -286,7 +287,7 @@ func CallOf(m *Message, client *call.Client) (*call.Call, error) {
 	if len(m.InputResponses) > 0 && string(m.InputResponses) != "null" {
 		var r mcp.InputResponseMap
 		if err := json.Unmarshal(m.InputResponses, &r); err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: m.Method + ": params.inputResponses: " + clipError(err)}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: m.Method + ": params.inputResponses: " + text.Clip(err.Error(), 200)}
 		}
 		c.InputResponses = r
 	}
@@ -307,15 +308,6 @@ func completionRef(params json.RawMessage) string {
 		return p.Ref.URI
 	}
 	return p.Ref.Name
-}
-
-// clipError bounds an error's text quoted back to a client.
-func clipError(err error) string {
-	s := err.Error()
-	if len(s) > 200 {
-		return show([]byte(s[:200]), false) + "..."
-	}
-	return s
 }
 
 // sdkConn reaches the client of a request the SDK server handed over,

@@ -19,6 +19,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/auth"
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/rawjson"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 	"github.com/preflightmcp/preflight/gateway/internal/wire"
 )
@@ -253,7 +254,7 @@ func (h *httpConn) Ask(ctx context.Context, method string, params mcp.InputReque
 		}
 		r, err := upstream.DecodeAnswer(params, ans.Result)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %s", method, clipError(err))
+			return nil, fmt.Errorf("%s: %s", method, text.Clip(err.Error(), 200))
 		}
 		return r, nil
 	case <-ctx.Done():

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,6 +22,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/preflightmcp/preflight/internal/freeport"
 )
 
 // module is the Go module whose cmd/jaeger is Jaeger v2's binary (in the
@@ -132,7 +133,7 @@ type Jaeger struct {
 func Start(t testing.TB) *Jaeger {
 	t.Helper()
 	bin := Binary(t)
-	ports := freePorts(t, 3)
+	ports := freeport.Addrs(t, 3)
 	j := &Jaeger{OTLP: "http://" + ports[0], Query: "http://" + ports[1], client: &http.Client{Transport: &http.Transport{}}}
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "jaeger.yaml")
@@ -214,27 +215,6 @@ exporters:
   jaeger_storage_exporter:
     trace_storage: memory
 `
-
-// freePorts returns n loopback addresses free a moment ago.
-func freePorts(t testing.TB, n int) []string {
-	t.Helper()
-	var (
-		out []string
-		lns []net.Listener
-	)
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().String())
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return out
-}
 
 // Trace is a trace as Jaeger's query API returns it.
 type Trace struct {
