@@ -21,7 +21,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/internal/audit"
-	"github.com/preflightmcp/preflight/gateway/internal/audit/auditstore"
+	"github.com/preflightmcp/preflight/gateway/internal/audit/sqlstore"
 	"github.com/preflightmcp/preflight/gateway/internal/page"
 	"github.com/preflightmcp/preflight/gateway/internal/setup"
 	"github.com/preflightmcp/preflight/gateway/internal/stage"
@@ -107,7 +107,7 @@ func gatewayFromConfig(t *testing.T, yaml string) (*gateway.Gateway, string, *ga
 // auditLog reads every record of the store spec names, oldest first.
 func auditLog(t *testing.T, spec string) []*audit.Record {
 	t.Helper()
-	s, err := auditstore.Open(context.Background(), spec, &auditstore.Options{ReadOnly: true})
+	s, err := sqlstore.Open(context.Background(), spec, &sqlstore.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ audit:
 // queryLog reads every record of spec, for a check made off the test's
 // goroutine.
 func queryLog(spec string) ([]*audit.Record, error) {
-	s, err := auditstore.Open(context.Background(), spec, &auditstore.Options{ReadOnly: true})
+	s, err := sqlstore.Open(context.Background(), spec, &sqlstore.Options{ReadOnly: true})
 	if err != nil {
 		return nil, err
 	}

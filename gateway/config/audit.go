@@ -151,7 +151,7 @@ func (p *parser) audit(a *Audit) {
 	}
 }
 
-// StoreSpec returns the store a names as package gateway/audit/auditstore
+// StoreSpec returns the store a names as package gateway/internal/audit/sqlstore
 // opens it: sqlite:PATH (the default path when a names none) or the
 // PostgreSQL URL; "" when the audit log is off.
 func (a Audit) StoreSpec(env func(string) (string, bool)) (string, error) {

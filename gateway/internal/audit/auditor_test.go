@@ -13,7 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/preflightmcp/preflight/gateway/internal/audit"
-	"github.com/preflightmcp/preflight/gateway/internal/audit/sqlitestore"
+	"github.com/preflightmcp/preflight/gateway/internal/audit/sqlstore"
 	"github.com/preflightmcp/preflight/hints"
 )
 
@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func openSQLite(t *testing.T) (audit.Store, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "audit.db")
-	s, err := sqlitestore.Open(t.Context(), path, &sqlitestore.Options{BusyTimeout: 200 * time.Millisecond})
+	s, err := sqlstore.Open(t.Context(), "sqlite:"+path, &sqlstore.Options{BusyTimeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/preflightmcp/preflight/gateway/internal/audit"
-	"github.com/preflightmcp/preflight/gateway/internal/audit/sqlitestore"
+	"github.com/preflightmcp/preflight/gateway/internal/audit/sqlstore"
 	"github.com/preflightmcp/preflight/hints"
 )
 
@@ -14,7 +14,7 @@ import (
 // and reports the records dropped per call (a buffered writer that cannot
 // keep up drops rather than queues).
 func benchAuditor(b *testing.B, c audit.Call) {
-	s, err := sqlitestore.Open(b.Context(), filepath.Join(b.TempDir(), "audit.db"), nil)
+	s, err := sqlstore.Open(b.Context(), "sqlite:"+filepath.Join(b.TempDir(), "audit.db"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

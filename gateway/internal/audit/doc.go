@@ -15,8 +15,8 @@
 // [Options.OnUnavailable]. Other calls are written after they end, in
 // batches, through a bounded buffer whose drops are counted ([Stats]).
 //
-// A [Store] keeps the records: package sqlitestore (an embedded SQLite
-// file, the default) and package pgstore (PostgreSQL, for replicas) hold
-// them; package auditstore opens either from a URL. [ParseFilter] reads
+// A [Store] keeps the records: package sqlstore holds them in an embedded
+// SQLite file (the default) or in PostgreSQL (for replicas), opened from a
+// URL. [ParseFilter] reads
 // the query of the audit log, [WriteJSONL] and [WriteText] export it.
 package audit

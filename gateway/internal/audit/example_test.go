@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/preflightmcp/preflight/gateway/internal/audit"
-	"github.com/preflightmcp/preflight/gateway/internal/audit/sqlitestore"
+	"github.com/preflightmcp/preflight/gateway/internal/audit/sqlstore"
 	"github.com/preflightmcp/preflight/hints"
 )
 
@@ -19,7 +19,7 @@ func Example() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "audit-example")
 	defer os.RemoveAll(dir)
-	store, err := sqlitestore.Open(ctx, filepath.Join(dir, "audit.db"), nil)
+	store, err := sqlstore.Open(ctx, "sqlite:"+filepath.Join(dir, "audit.db"), nil)
 	if err != nil {
 		fmt.Println(err)
 		return

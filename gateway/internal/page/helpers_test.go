@@ -18,7 +18,7 @@ import (
 
 	"github.com/preflightmcp/preflight/gateway/internal/approval"
 	"github.com/preflightmcp/preflight/gateway/internal/audit"
-	"github.com/preflightmcp/preflight/gateway/internal/audit/sqlitestore"
+	"github.com/preflightmcp/preflight/gateway/internal/audit/sqlstore"
 	"github.com/preflightmcp/preflight/gateway/internal/page"
 	"github.com/preflightmcp/preflight/hints"
 	"github.com/preflightmcp/preflight/lint"
@@ -33,7 +33,7 @@ type fixture struct {
 	srv       *httptest.Server
 	login     *page.TokenLogin
 	approvals *approval.Service
-	audit     *sqlitestore.Store
+	audit     *sqlstore.Store
 	pins      *memPins
 }
 
@@ -55,7 +55,7 @@ func newFixture(t *testing.T, fo *fixtureOptions) *fixture {
 		fo = &fixtureOptions{}
 	}
 	ctx := context.Background()
-	store, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "audit.db"), nil)
+	store, err := sqlstore.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "audit.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/approval"
 	approvalsql "github.com/preflightmcp/preflight/gateway/internal/approval/sqlstore"
 	"github.com/preflightmcp/preflight/gateway/internal/audit"
-	"github.com/preflightmcp/preflight/gateway/internal/audit/auditstore"
+	auditsql "github.com/preflightmcp/preflight/gateway/internal/audit/sqlstore"
 	"github.com/preflightmcp/preflight/gateway/internal/auth"
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/forward"
@@ -368,7 +368,7 @@ func auditFromConfig(ctx context.Context, a config.Audit, opts *gateway.Options)
 	return nil
 }
 
-// OpenAudit opens the audit store spec names (package auditstore:
+// OpenAudit opens the audit store spec names (package audit/sqlstore:
 // sqlite:PATH, whose directory it creates, or a postgres:// URL) and an
 // Auditor writing to it, for the gateway's Options.Auditor and
 // Options.AuditStore.
@@ -378,7 +378,7 @@ func OpenAudit(ctx context.Context, spec string, o *audit.Options) (*audit.Audit
 			return nil, nil, err
 		}
 	}
-	store, err := auditstore.Open(ctx, spec, nil)
+	store, err := auditsql.Open(ctx, spec, nil)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -77,7 +77,7 @@ func (db *DB) migrate(ctx context.Context, s Schema) error {
 		return errors.New("no migrations")
 	}
 	know := sources[len(sources)-1].Version
-	have, err := db.version(ctx, store, s.Legacy)
+	have, legacy, err := db.version(ctx, store, s.Legacy)
 	if err != nil {
 		return err
 	}
@@ -86,41 +86,44 @@ func (db *DB) migrate(ctx context.Context, s Schema) error {
 		return &NewerError{Table: s.Table, Have: have, Know: know}
 	case db.readOnly && have < know:
 		return fmt.Errorf("the schema has version %d, older than %d: open it once read-write (preflight serve) to migrate it", have, know)
-	case db.readOnly || have == know:
+	case db.readOnly:
 		return nil
 	}
-	if s.Legacy != "" {
+	if legacy {
 		if err := db.adopt(ctx, store, s.Legacy); err != nil {
 			return err
 		}
+	}
+	if have == know {
+		return nil
 	}
 	_, err = p.Up(ctx)
 	return err
 }
 
 // version returns the schema's version: in the store's table, else in the
-// legacy one, else 0.
-func (db *DB) version(ctx context.Context, store database.Store, legacy string) (int64, error) {
+// legacy one (fromLegacy), else 0.
+func (db *DB) version(ctx context.Context, store database.Store, legacy string) (v int64, fromLegacy bool, err error) {
 	ok, err := db.tableExists(ctx, db.Read, store.Tablename())
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if ok {
 		v, err := store.GetLatestVersion(ctx, db.Read)
 		if errors.Is(err, database.ErrVersionNotFound) {
-			return 0, nil
+			return 0, false, nil
 		}
-		return v, err
+		return v, false, err
 	}
 	if legacy == "" {
-		return 0, nil
+		return 0, false, nil
 	}
 	if ok, err := db.tableExists(ctx, db.Read, legacy); err != nil || !ok {
-		return 0, err
+		return 0, false, err
 	}
-	var v sql.NullInt64
-	err = db.Read.QueryRowContext(ctx, "SELECT max(version) FROM "+legacy).Scan(&v)
-	return v.Int64, err
+	var n sql.NullInt64
+	err = db.Read.QueryRowContext(ctx, "SELECT max(version) FROM "+legacy).Scan(&n)
+	return n.Int64, true, err
 }
 
 // querier is a pool, a connection or a transaction.

@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/preflightmcp/preflight/gateway/internal/audit"
-	"github.com/preflightmcp/preflight/gateway/internal/audit/sqlitestore"
+	"github.com/preflightmcp/preflight/gateway/internal/audit/sqlstore"
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/catalog"
 	"github.com/preflightmcp/preflight/gateway/internal/stage"
@@ -61,7 +61,7 @@ func auditRecords(t *testing.T, s audit.Store) []*audit.Record {
 // forwarded.
 func TestAuditEveryCallOnce(t *testing.T) {
 	ctx := context.Background()
-	store, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "audit.db"), nil)
+	store, err := sqlstore.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "audit.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

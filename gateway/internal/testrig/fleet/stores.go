@@ -8,7 +8,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/approval"
 	approvalsql "github.com/preflightmcp/preflight/gateway/internal/approval/sqlstore"
 	"github.com/preflightmcp/preflight/gateway/internal/audit"
-	"github.com/preflightmcp/preflight/gateway/internal/audit/pgstore"
+	auditsql "github.com/preflightmcp/preflight/gateway/internal/audit/sqlstore"
 	"github.com/preflightmcp/preflight/gateway/internal/state"
 )
 
@@ -42,7 +42,7 @@ func (f *Fleet) Approvals() *approval.Service {
 
 // Audit returns the records of the shared audit log that f selects.
 func (f *Fleet) Audit(ctx context.Context, filter audit.Filter) ([]*audit.Record, error) {
-	s, err := pgstore.Open(ctx, f.PostgresURL, nil)
+	s, err := auditsql.Open(ctx, f.PostgresURL, nil)
 	if err != nil {
 		return nil, err
 	}

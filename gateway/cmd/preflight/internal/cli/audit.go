@@ -14,7 +14,7 @@ import (
 
 	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/internal/audit"
-	"github.com/preflightmcp/preflight/gateway/internal/audit/auditstore"
+	"github.com/preflightmcp/preflight/gateway/internal/audit/sqlstore"
 	"github.com/preflightmcp/preflight/gateway/internal/text"
 )
 
@@ -121,7 +121,7 @@ func (c *auditCmd) run(ctx context.Context, env *env, inv invocation) error {
 	if err != nil {
 		return err
 	}
-	store, err := auditstore.Open(ctx, spec, &auditstore.Options{ReadOnly: true})
+	store, err := sqlstore.Open(ctx, spec, &sqlstore.Options{ReadOnly: true})
 	if err != nil {
 		return couldNotRun(err)
 	}

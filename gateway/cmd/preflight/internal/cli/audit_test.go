@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/preflightmcp/preflight/gateway/internal/audit"
-	"github.com/preflightmcp/preflight/gateway/internal/audit/auditstore"
+	"github.com/preflightmcp/preflight/gateway/internal/audit/sqlstore"
 	"github.com/preflightmcp/preflight/gateway/internal/testrig/pgtest"
 	"github.com/preflightmcp/preflight/hints"
 	"github.com/preflightmcp/preflight/internal/wiretest"
@@ -23,7 +23,7 @@ import (
 // sequences.
 func fillAudit(t *testing.T, spec string) {
 	t.Helper()
-	s, err := auditstore.Open(t.Context(), spec, nil)
+	s, err := sqlstore.Open(t.Context(), spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
+-- +goose Up
 -- One row per audited call. A call begun but never finished has a NULL
 -- outcome: it reads as unknown. call_key makes a retried insert
 -- idempotent.
-CREATE TABLE audit_records (
+CREATE TABLE IF NOT EXISTS audit_records (
 	id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	call_key    text        NOT NULL UNIQUE,
 	time        timestamptz NOT NULL,
@@ -24,6 +25,6 @@ CREATE TABLE audit_records (
 	redactions  text,                 -- JSON object of counts by kind
 	error       text        NOT NULL DEFAULT ''
 );
-CREATE INDEX audit_records_time ON audit_records (time, id);
-CREATE INDEX audit_records_principal ON audit_records (principal, time);
-CREATE INDEX audit_records_server_tool ON audit_records (server, tool, time);
+CREATE INDEX IF NOT EXISTS audit_records_time ON audit_records (time, id);
+CREATE INDEX IF NOT EXISTS audit_records_principal ON audit_records (principal, time);
+CREATE INDEX IF NOT EXISTS audit_records_server_tool ON audit_records (server, tool, time);

@@ -1,6 +1,7 @@
+-- +goose Up
 -- One row per audited call. A call begun but never finished has a NULL
 -- outcome: it reads as unknown.
-CREATE TABLE audit_records (
+CREATE TABLE IF NOT EXISTS audit_records (
 	id          INTEGER PRIMARY KEY AUTOINCREMENT,
 	time_us     INTEGER NOT NULL, -- start, Unix microseconds
 	principal   TEXT    NOT NULL,
@@ -22,6 +23,6 @@ CREATE TABLE audit_records (
 	redactions  TEXT,             -- JSON object of counts by kind
 	error       TEXT    NOT NULL DEFAULT ''
 );
-CREATE INDEX audit_records_time ON audit_records (time_us, id);
-CREATE INDEX audit_records_principal ON audit_records (principal, time_us);
-CREATE INDEX audit_records_server_tool ON audit_records (server, tool, time_us);
+CREATE INDEX IF NOT EXISTS audit_records_time ON audit_records (time_us, id);
+CREATE INDEX IF NOT EXISTS audit_records_principal ON audit_records (principal, time_us);
+CREATE INDEX IF NOT EXISTS audit_records_server_tool ON audit_records (server, tool, time_us);

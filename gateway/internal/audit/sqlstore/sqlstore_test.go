@@ -1,0 +1,319 @@
+package sqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/preflightmcp/preflight/gateway/internal/audit"
+	"github.com/preflightmcp/preflight/gateway/internal/audit/internal/storetest"
+	"github.com/preflightmcp/preflight/gateway/internal/audit/sqlstore"
+	"github.com/preflightmcp/preflight/gateway/internal/sqldb"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/pgtest"
+	"github.com/preflightmcp/preflight/hints"
+)
+
+// open opens a store with the default busy timeout (5s): a write that
+// waits for another writer of an SQLite file ends at its context's
+// deadline.
+func open(ctx context.Context, spec string) (audit.Store, error) {
+	return sqlstore.Open(ctx, spec, nil)
+}
+
+func TestMain(m *testing.M) {
+	storetest.Child(open)
+	pgtest.Main(m)
+}
+
+func sqliteHarness() storetest.Harness {
+	return storetest.Harness{
+		New:  func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "audit.db") },
+		Open: open,
+		// Another process holding the file's write lock: writers wait
+		// for it, then fail.
+		Interruptible: func(t *testing.T) (string, func(), func()) {
+			path := filepath.Join(t.TempDir(), "audit.db")
+			var db *sql.DB
+			var conn *sql.Conn
+			stop := func() {
+				var err error
+				if db, err = sql.Open("sqlite", path); err != nil {
+					t.Fatal(err)
+				}
+				if conn, err = db.Conn(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := conn.ExecContext(context.Background(), "BEGIN EXCLUSIVE"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			start := func() {
+				if conn == nil {
+					return
+				}
+				if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+					t.Fatal(err)
+				}
+				conn.Close()
+				db.Close()
+				conn, db = nil, nil
+			}
+			t.Cleanup(start) // if the test stopped before starting again
+			return "sqlite:" + path, stop, start
+		},
+	}
+}
+
+func postgresHarness() storetest.Harness {
+	return storetest.Harness{
+		New:  func(t *testing.T) string { return pgtest.NewDatabase(t) },
+		Open: open,
+		// A server of the test's own, stopped and restarted.
+		Interruptible: func(t *testing.T) (string, func(), func()) {
+			s := pgtest.Start(t)
+			return s.DSN(), func() { s.Stop(t) }, func() { s.Restart(t) }
+		},
+	}
+}
+
+func TestSQLite(t *testing.T)   { storetest.Run(t, sqliteHarness()) }
+func TestPostgres(t *testing.T) { storetest.Run(t, postgresHarness()) }
+
+// specs returns a fresh database of each kind.
+func specs(t *testing.T) map[string]string {
+	return map[string]string{
+		"sqlite":   "sqlite:" + filepath.Join(t.TempDir(), "audit.db"),
+		"postgres": pgtest.NewDatabase(t),
+	}
+}
+
+func all(t *testing.T, s *sqlstore.Store, f audit.Filter) []*audit.Record {
+	t.Helper()
+	var out []*audit.Record
+	for r, err := range s.Query(t.Context(), f) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestReadOnly: a read-only open neither creates nor migrates a database,
+// and reads a migrated one.
+func TestReadOnly(t *testing.T) {
+	for name, spec := range specs(t) {
+		t.Run(name, func(t *testing.T) {
+			ro := &sqlstore.Options{ReadOnly: true}
+			if _, err := sqlstore.Open(t.Context(), spec, ro); err == nil {
+				t.Fatal("opened an empty or missing database read-only")
+			}
+			if strings.HasPrefix(spec, "sqlite:") {
+				if _, err := os.Stat(strings.TrimPrefix(spec, "sqlite:")); err == nil {
+					t.Fatal("a read-only open created the file")
+				}
+			}
+			s, err := sqlstore.Open(t.Context(), spec, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Begin(t.Context(), &audit.Record{Server: "s", Tool: "t", Decision: audit.Allow}); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			r, err := sqlstore.Open(t.Context(), spec, ro)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if n := len(all(t, r, audit.Filter{})); n != 1 {
+				t.Errorf("%d records, want 1", n)
+			}
+		})
+	}
+}
+
+// legacy returns a database of each kind as the stores before versioned
+// migrations left it (testdata/README.md).
+func legacy(t *testing.T) map[string]string {
+	path := filepath.Join(t.TempDir(), "audit.db")
+	b, err := os.ReadFile("testdata/legacy.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dsn := pgtest.NewDatabase(t)
+	dump, err := os.ReadFile("testdata/legacy-postgres.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(t.Context(), string(dump)); err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{"sqlite": "sqlite:" + path, "postgres": dsn}
+}
+
+// TestUpgrade: a database of the audit's own migrations table is upgraded
+// in place: its version is recorded in goose_audit, later migrations run,
+// the old records read back as they were written, new ones are added
+// after them, and opening again changes nothing.
+func TestUpgrade(t *testing.T) {
+	t0 := time.Date(2026, 7, 28, 10, 0, 0, 123456000, time.UTC)
+	records := func() []*audit.Record {
+		return []*audit.Record{
+			{ID: 1, Time: t0, Principal: "alice", Server: "files", Tool: "read_file", Effect: hints.EffectRead, Decision: audit.Allow,
+				Reason: "reads", Level: audit.LevelFull, ArgsDigest: "sha256:aa", Args: []byte(`{"path":"/tmp/a"}`),
+				Outcome: audit.OutcomeOK, Ended: t0.Add(1500 * time.Microsecond), Latency: 1500 * time.Microsecond},
+			{ID: 2, Time: t0.Add(time.Second), Principal: "bob", Server: "files", Tool: "delete_file", Effect: hints.EffectDelete, Destructive: true,
+				Decision: audit.Deny, Reason: "denied by rule", Approver: "carol", Level: audit.LevelSummary, ArgsDigest: "sha256:bb",
+				Outcome: audit.OutcomeError, Ended: t0.Add(2 * time.Second), Latency: time.Second, Retries: 2,
+				Redactions: map[string]int{"aws": 1}, Error: "boom"},
+			{ID: 3, Time: t0.Add(3 * time.Second), Principal: "alice", Server: "git", Tool: "push",
+				Effect: hints.EffectWrite, Decision: audit.Allow, Level: audit.LevelSummary, ArgsDigest: "sha256:cc", Outcome: audit.OutcomeUnknown},
+		}
+	}
+	for name, spec := range legacy(t) {
+		t.Run(name, func(t *testing.T) {
+			want := records()
+			for i := range 2 {
+				s, err := sqlstore.Open(t.Context(), spec, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := all(t, s, audit.Filter{})
+				if i == 0 {
+					if diff := cmp.Diff(want, got); diff != "" {
+						t.Errorf("the old records:\n%s", diff)
+					}
+					want[2].Outcome, want[2].Ended = audit.OutcomeOK, t0.Add(4*time.Second)
+					if err := s.Finish(t.Context(), want[2]); err != nil {
+						t.Errorf("finishing the call begun before the upgrade: %v", err)
+					}
+					id, err := s.Begin(t.Context(), &audit.Record{Time: t0.Add(5 * time.Second), Server: "s", Tool: "t", Decision: audit.Allow})
+					if err != nil || id != 4 {
+						t.Errorf("Begin after the upgrade: %d, %v", id, err)
+					}
+				} else if len(got) != 4 || !slices.Equal([]int64{got[0].ID, got[2].ID, got[3].ID}, []int64{1, 3, 4}) || got[2].Outcome != audit.OutcomeOK {
+					t.Errorf("after reopening: %+v", got)
+				}
+				s.Close()
+			}
+			ro, err := sqlstore.Open(t.Context(), spec, &sqlstore.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatalf("read-only open of the upgraded database: %v", err)
+			}
+			ro.Close()
+			// Version 1 was adopted from audit_migrations, not applied again.
+			wantV := map[string][]int64{"sqlite": {0, 1, 2}, "postgres": {0, 1}}[name]
+			if got := versions(t, spec); !slices.Equal(got, wantV) {
+				t.Errorf("goose_audit holds versions %v, want %v", got, wantV)
+			}
+		})
+	}
+}
+
+// versions returns the versions recorded in goose_audit, in the order
+// recorded.
+func versions(t *testing.T, spec string) []int64 {
+	db, err := sqldb.Open(t.Context(), spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Read.QueryContext(t.Context(), "SELECT version_id FROM goose_audit ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func TestWhere(t *testing.T) {
+	since := time.Date(2026, 7, 28, 0, 0, 0, 0, time.UTC)
+	for name, spec := range specs(t) {
+		s, err := sqlstore.Open(t.Context(), spec, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		for i, r := range []*audit.Record{
+			{Time: since.Add(-time.Hour), Principal: "alice", Server: "s", Tool: "t", Effect: hints.EffectDelete, Decision: audit.Confirm},
+			{Time: since, Principal: "alice", Server: "s", Tool: "t", Effect: hints.EffectDelete, Decision: audit.Allow},
+			{Time: since.Add(time.Hour), Principal: "alice", Server: "s", Tool: "u", Effect: hints.EffectRead, Decision: audit.Allow, Outcome: audit.OutcomeOK},
+			{Time: since.Add(2 * time.Hour), Principal: "bob", Server: "s", Tool: "t", Effect: hints.EffectDelete, Decision: audit.Allow},
+		} {
+			if err := s.Write(t.Context(), []*audit.Record{r}); err != nil {
+				t.Fatalf("%s: record %d: %v", name, i, err)
+			}
+		}
+		for _, tc := range []struct {
+			f    audit.Filter
+			want []string // tools and principals, in order
+		}{
+			{audit.Filter{}, []string{"alice/t", "alice/t", "alice/u", "bob/t"}},
+			{audit.Filter{Since: since, Principal: "alice", Effect: hints.EffectDelete, Outcome: audit.OutcomeUnknown, Limit: 5, Newest: true}, []string{"alice/t"}},
+			{audit.Filter{Until: since.Add(90 * time.Minute), Server: "s", Decision: audit.Allow, Newest: true, Limit: 1}, []string{"alice/u"}},
+			{audit.Filter{Tool: "t", Outcome: audit.OutcomeUnknown, Limit: 2}, []string{"alice/t", "alice/t"}},
+		} {
+			var got []string
+			for _, r := range all(t, s, tc.f) {
+				got = append(got, r.Principal+"/"+r.Tool)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("%s: %+v: %v, want %v", name, tc.f, got, tc.want)
+			}
+		}
+	}
+}
+
+// BenchmarkBeginFinish: a call that must be audited, begun then finished
+// (two committed transactions: fsynced, or flushed to the server's WAL).
+func BenchmarkBeginFinish(b *testing.B) {
+	for _, spec := range []string{"sqlite:" + filepath.Join(b.TempDir(), "audit.db"), pgtest.NewDatabase(b)} {
+		b.Run(strings.SplitN(spec, ":", 2)[0], func(b *testing.B) {
+			s, err := sqlstore.Open(b.Context(), spec, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			storetest.Bench(b, s)
+		})
+	}
+}
+
+// BenchmarkWrite128: the batched write of 128 ended calls.
+func BenchmarkWrite128(b *testing.B) {
+	for _, spec := range []string{"sqlite:" + filepath.Join(b.TempDir(), "audit.db"), pgtest.NewDatabase(b)} {
+		b.Run(strings.SplitN(spec, ":", 2)[0], func(b *testing.B) {
+			s, err := sqlstore.Open(b.Context(), spec, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			storetest.BenchWrite(b, s, 128)
+		})
+	}
+}
