@@ -250,10 +250,10 @@ func approvalsFromConfig(ctx context.Context, cfg *config.Config, opts *gateway.
 			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 				return nil, err
 			}
-			return approvalsql.OpenSQLite(ctx, path, nil)
+			return approvalsql.Open(ctx, "sqlite:"+path, nil)
 		}
 		if a.Store == config.ApprovalsPostgres {
-			open = func() (*approvalsql.Store, error) { return approvalsql.OpenPostgres(ctx, a.URL, nil) }
+			open = func() (*approvalsql.Store, error) { return approvalsql.Open(ctx, a.URL, nil) }
 		}
 		s, err := open()
 		if err != nil {

@@ -103,7 +103,7 @@ func Open(ctx context.Context, spec string, o *Options) (*DB, error) {
 
 func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 	if path == "" || strings.HasPrefix(path, "//") || strings.HasPrefix(path, "file:") || strings.Contains(path, "?") {
-		return nil, fmt.Errorf("sqlite database %q: write sqlite:PATH, a file path (sqlite:audit.db, sqlite:/var/lib/preflight/audit.db)", path)
+		return nil, fmt.Errorf("sqlite database %q: write sqlite:PATH, a file path (sqlite:NAME.db, sqlite:/var/lib/preflight/NAME.db)", path)
 	}
 	if opts.ReadOnly {
 		if _, err := os.Stat(path); err != nil {

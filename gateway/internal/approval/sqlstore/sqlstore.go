@@ -1,9 +1,10 @@
 // Package sqlstore keeps approval requests in SQL: PostgreSQL, shared by
 // the replicas of a gateway so that a request opened by one is decided on
 // the page of another and released on a third, and SQLite, for one
-// process that must not lose its approvals when it restarts. Both
-// implement approval.Store in one table, preflight_approvals, created when
-// the store opens.
+// process that must not lose its approvals when it restarts. One
+// implementation serves both (package sqldb) in one table,
+// preflight_approvals, whose schema is an embedded, versioned migration
+// applied when the store opens.
 //
 // Each decision and each use is one conditional UPDATE (state = 'pending',
 // or state = 'approved', and not expired), so exactly one of any number of
@@ -17,15 +18,20 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
+	"io/fs"
 	"time"
 
 	"github.com/preflightmcp/preflight/gateway/internal/approval"
+	"github.com/preflightmcp/preflight/gateway/internal/sqldb"
 	"github.com/preflightmcp/preflight/hints"
 )
+
+//go:embed migrations/*.sql
+var migrations embed.FS
 
 // Table is the table requests are kept in.
 const Table = "preflight_approvals"
@@ -71,67 +77,46 @@ func (o *Options) withDefaults() Options {
 
 // Store is an approval.Store in SQL. Close it when done.
 type Store struct {
-	db   *sql.DB
+	db   *sqldb.DB
 	opts Options
-	// where names the database in errors, without credentials.
-	where string
-	// rebind writes ? placeholders as the database wants them.
-	rebind func(string) string
 	// lockPrincipal serialises the openings of one principal's requests
-	// within a transaction; empty when transactions are serial anyway.
+	// within a transaction; empty when transactions are serial anyway
+	// (SQLite).
 	lockPrincipal string
 }
 
 var _ approval.Store = (*Store)(nil)
 
-// Open opens the store named by spec: sqlite:PATH (a file, created if
-// needed) or a PostgreSQL URL (postgres:// or postgresql://).
+// Open opens the store named by spec, sqlite:PATH (a file, created if
+// needed) or a PostgreSQL URL (postgres:// or postgresql://), and
+// migrates its schema.
 func Open(ctx context.Context, spec string, o *Options) (*Store, error) {
-	switch {
-	case strings.HasPrefix(spec, "sqlite:"):
-		return OpenSQLite(ctx, strings.TrimPrefix(spec, "sqlite:"), o)
-	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
-		return OpenPostgres(ctx, spec, o)
+	db, err := sqldb.Open(ctx, spec, nil)
+	if err != nil {
+		return nil, fmt.Errorf("approval store: %w", err)
 	}
-	return nil, errors.New("approval store: want sqlite:PATH or a postgres:// URL")
+	ms, err := fs.Sub(migrations, "migrations")
+	if err == nil {
+		err = db.Migrate(ctx, sqldb.Schema{Migrations: ms, Table: "goose_approvals"})
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("approval store: %w", err)
+	}
+	s := &Store{db: db, opts: o.withDefaults()}
+	if db.Dialect == sqldb.Postgres {
+		s.lockPrincipal = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))"
+	}
+	return s, nil
 }
 
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
 // String names the store without credentials, for the start-up log.
-func (s *Store) String() string { return s.where }
+func (s *Store) String() string { return s.db.String() }
 
 const columns = "id, principal, server, tool, args_digest, effect, reason, args, args_omitted, state, created, expires, decided_by, decided_by_name, decided, used_at"
-
-// createTable is the table in both databases. Times are microseconds since
-// 1970 (UTC), 0 for none; lapsed is when the request stopped mattering (its
-// expiry, or when it was used), for the sweep.
-const createTable = `CREATE TABLE IF NOT EXISTS ` + Table + ` (
-	id              TEXT PRIMARY KEY,
-	principal       TEXT NOT NULL,
-	server          TEXT NOT NULL,
-	tool            TEXT NOT NULL,
-	args_digest     TEXT NOT NULL,
-	effect          TEXT NOT NULL,
-	reason          TEXT NOT NULL,
-	args            TEXT NOT NULL,
-	args_omitted    INTEGER NOT NULL,
-	state           TEXT NOT NULL,
-	created         BIGINT NOT NULL,
-	expires         BIGINT NOT NULL,
-	decided_by      TEXT NOT NULL,
-	decided_by_name TEXT NOT NULL,
-	decided         BIGINT NOT NULL,
-	used_at         BIGINT NOT NULL,
-	lapsed          BIGINT NOT NULL
-)`
-
-var createIndexes = []string{
-	`CREATE INDEX IF NOT EXISTS ` + Table + `_key ON ` + Table + ` (principal, server, tool, args_digest)`,
-	`CREATE INDEX IF NOT EXISTS ` + Table + `_created ON ` + Table + ` (created)`,
-	`CREATE INDEX IF NOT EXISTS ` + Table + `_lapsed ON ` + Table + ` (lapsed)`,
-}
 
 // micro is t in microseconds, 0 for the zero time.
 func micro(t time.Time) int64 {
@@ -188,7 +173,7 @@ func (s *Store) fail(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	return fmt.Errorf("approval store (%s): %w", s.where, err)
+	return fmt.Errorf("approval store (%s): %w", s.db, err)
 }
 
 // Open implements approval.Store.
@@ -203,7 +188,7 @@ func (s *Store) Open(ctx context.Context, r *approval.Request, now time.Time) (*
 	if r.Args == nil {
 		args = []byte("[]")
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.db.Write.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, false, s.fail(err)
 	}
@@ -215,7 +200,7 @@ func (s *Store) Open(ctx context.Context, r *approval.Request, now time.Time) (*
 	}
 	n := micro(now)
 	open := " AND state IN ('pending', 'approved', 'denied') AND expires > ?"
-	got, err := scan(tx.QueryRowContext(ctx, s.rebind("SELECT "+columns+" FROM "+Table+
+	got, err := scan(tx.QueryRowContext(ctx, s.db.Rebind("SELECT "+columns+" FROM "+Table+
 		" WHERE principal = ? AND server = ? AND tool = ? AND args_digest = ?"+open+" ORDER BY created DESC, id LIMIT 1"),
 		r.Principal, r.Server, r.Tool, r.ArgsDigest, n))
 	switch {
@@ -225,13 +210,13 @@ func (s *Store) Open(ctx context.Context, r *approval.Request, now time.Time) (*
 		return nil, false, s.fail(err)
 	}
 	var count int
-	if err := tx.QueryRowContext(ctx, s.rebind("SELECT COUNT(*) FROM "+Table+" WHERE principal = ?"+open), r.Principal, n).Scan(&count); err != nil {
+	if err := tx.QueryRowContext(ctx, s.db.Rebind("SELECT COUNT(*) FROM "+Table+" WHERE principal = ?"+open), r.Principal, n).Scan(&count); err != nil {
 		return nil, false, s.fail(err)
 	}
 	if count >= s.opts.MaxOpen {
 		return nil, false, approval.ErrFull
 	}
-	if _, err := tx.ExecContext(ctx, s.rebind("DELETE FROM "+Table+" WHERE lapsed < ?"), micro(now.Add(-s.opts.Retain))); err != nil {
+	if _, err := tx.ExecContext(ctx, s.db.Rebind("DELETE FROM "+Table+" WHERE lapsed < ?"), micro(now.Add(-s.opts.Retain))); err != nil {
 		return nil, false, s.fail(err)
 	}
 	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+Table).Scan(&count); err != nil {
@@ -239,7 +224,7 @@ func (s *Store) Open(ctx context.Context, r *approval.Request, now time.Time) (*
 	}
 	if count >= s.opts.MaxRequests {
 		// Forget the request that lapsed first; never an open one.
-		res, err := tx.ExecContext(ctx, s.rebind("DELETE FROM "+Table+" WHERE id = (SELECT id FROM "+Table+
+		res, err := tx.ExecContext(ctx, s.db.Rebind("DELETE FROM "+Table+" WHERE id = (SELECT id FROM "+Table+
 			" WHERE NOT (state IN ('pending', 'approved', 'denied') AND expires > ?) ORDER BY lapsed LIMIT 1)"), n)
 		if err != nil {
 			return nil, false, s.fail(err)
@@ -251,7 +236,7 @@ func (s *Store) Open(ctx context.Context, r *approval.Request, now time.Time) (*
 	c := r.Clone()
 	c.State = approval.Pending
 	c.Created, c.Expires = fromMicro(micro(c.Created)), fromMicro(micro(c.Expires))
-	if _, err := tx.ExecContext(ctx, s.rebind("INSERT INTO "+Table+" ("+columns+", lapsed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', '', 0, 0, ?)"),
+	if _, err := tx.ExecContext(ctx, s.db.Rebind("INSERT INTO "+Table+" ("+columns+", lapsed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', '', 0, 0, ?)"),
 		c.ID, c.Principal, c.Server, c.Tool, c.ArgsDigest, string(c.Effect), c.Reason, string(args), c.ArgsOmitted,
 		string(c.State), micro(c.Created), micro(c.Expires), lapsedAt(c)); err != nil {
 		return nil, false, s.fail(err)
@@ -264,7 +249,7 @@ func (s *Store) Open(ctx context.Context, r *approval.Request, now time.Time) (*
 
 // Get implements approval.Store.
 func (s *Store) Get(ctx context.Context, id string, now time.Time) (*approval.Request, error) {
-	r, err := scan(s.db.QueryRowContext(ctx, s.rebind("SELECT "+columns+" FROM "+Table+" WHERE id = ?"), id))
+	r, err := scan(s.db.Read.QueryRowContext(ctx, s.db.Rebind("SELECT "+columns+" FROM "+Table+" WHERE id = ?"), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, approval.ErrNotFound
 	}
@@ -283,7 +268,7 @@ func (s *Store) Decide(ctx context.Context, id string, d approval.Decision) (*ap
 	}
 	set += ", decided_by = ?, decided_by_name = ?, decided = ?"
 	args = append(args, d.By.Principal, d.By.Name, micro(d.At), id, micro(d.At))
-	r, err := scan(s.db.QueryRowContext(ctx, s.rebind("UPDATE "+Table+" SET "+set+
+	r, err := scan(s.db.Write.QueryRowContext(ctx, s.db.Rebind("UPDATE "+Table+" SET "+set+
 		" WHERE id = ? AND state = 'pending' AND expires > ? RETURNING "+columns), args...))
 	if err == nil {
 		return snapshot(r, d.At), nil
@@ -302,7 +287,7 @@ func (s *Store) Decide(ctx context.Context, id string, d approval.Decision) (*ap
 // approval is used once however many replicas race.
 func (s *Store) Consume(ctx context.Context, id string, now time.Time) (*approval.Request, error) {
 	n := micro(now)
-	r, err := scan(s.db.QueryRowContext(ctx, s.rebind("UPDATE "+Table+" SET state = 'used', used_at = ?, lapsed = ?"+
+	r, err := scan(s.db.Write.QueryRowContext(ctx, s.db.Rebind("UPDATE "+Table+" SET state = 'used', used_at = ?, lapsed = ?"+
 		" WHERE id = ? AND state = 'approved' AND expires > ? RETURNING "+columns), n, n, id, n))
 	if err == nil {
 		return snapshot(r, now), nil
@@ -333,7 +318,7 @@ func (s *Store) List(ctx context.Context, f approval.ListFilter, now time.Time) 
 	if f.Limit > 0 {
 		q, args = q+" LIMIT ?", append(args, f.Limit)
 	}
-	rows, err := s.db.QueryContext(ctx, s.rebind(q), args...)
+	rows, err := s.db.Read.QueryContext(ctx, s.db.Rebind(q), args...)
 	if err != nil {
 		return nil, s.fail(err)
 	}

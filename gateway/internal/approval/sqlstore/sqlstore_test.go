@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/preflightmcp/preflight/gateway/internal/approval"
 	"github.com/preflightmcp/preflight/gateway/internal/approval/sqlstore"
+	"github.com/preflightmcp/preflight/gateway/internal/sqldb"
 	"github.com/preflightmcp/preflight/gateway/internal/state"
 	"github.com/preflightmcp/preflight/gateway/internal/testrig/pgtest"
 	"github.com/preflightmcp/preflight/gateway/internal/testrig/redistest"
@@ -338,11 +341,11 @@ func TestReplicasOnPostgresAndRedis(t *testing.T) {
 func TestOpenErrors(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct{ spec, want string }{
-		{"approvals.db", "want sqlite:PATH or a postgres:// URL"},
-		{"sqlite:", "sqlite: no file"},
+		{"approvals.db", "want sqlite:PATH or postgres://"},
+		{"sqlite:", "write sqlite:PATH, a file path"},
 		{"sqlite:" + filepath.Join(t.TempDir(), "missing", "dir", "a.db"), "sqlite"},
 		{"postgres://user:hunter2@[::1", "not a PostgreSQL URL"},
-		{"postgres://user:hunter2@127.0.0.1:1/db?connect_timeout=5", "approval store (postgres at 127.0.0.1:1)"},
+		{"postgres://user:hunter2@127.0.0.1:1/db?connect_timeout=5", "approval store: postgres at 127.0.0.1:1"},
 	} {
 		s, err := sqlstore.Open(ctx, tc.spec, nil)
 		if err == nil {
@@ -357,3 +360,84 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func base64URL(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+// legacy returns a database of each kind as the store before versioned
+// migrations left it (testdata/README.md).
+func legacy(t *testing.T) map[string]string {
+	path := filepath.Join(t.TempDir(), "approvals.db")
+	b, err := os.ReadFile("testdata/legacy.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{"sqlite": "sqlite:" + path, "postgres": pgtest.NewDatabaseFrom(t, "testdata/legacy-postgres.sql")}
+}
+
+// TestUpgrade: a database whose table was created unversioned is adopted
+// in place: its version is recorded, its requests read back and go on
+// (an approved one is used), and opening again changes nothing.
+func TestUpgrade(t *testing.T) {
+	t0 := time.Date(2026, 7, 28, 10, 0, 0, 0, time.UTC)
+	now := t0.Add(time.Hour)
+	for name, spec := range legacy(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			for i := range 2 {
+				s := openSpec(t, spec, nil)
+				rs, err := s.List(ctx, approval.ListFilter{All: true}, now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, r := range rs {
+					got = append(got, fmt.Sprintf("%s %s %s %s %s %v", r.ID, r.State, r.DecidedBy.Name, r.ArgsDigest, r.Created.Format(time.TimeOnly), r.Args))
+				}
+				want := []string{
+					"legacyApproval2222222A denied Carol sha256:/tmp/c 10:00:02 [{path /tmp/c false false []} {token  false true []}]",
+					"legacyApproval1111111A approved Carol sha256:/tmp/b 10:00:01 [{path /tmp/b false false []} {token  false true []}]",
+					"legacyApproval0000000A pending  sha256:/tmp/a 10:00:00 [{path /tmp/a false false []} {token  false true []}]",
+				}
+				if i == 1 {
+					want[1] = strings.Replace(want[1], "approved", "used", 1)
+				}
+				if strings.Join(got, "\n") != strings.Join(want, "\n") {
+					t.Errorf("open %d: the requests:\n%s\nwant\n%s", i+1, strings.Join(got, "\n"), strings.Join(want, "\n"))
+				}
+				if i == 0 {
+					if _, err := s.Consume(ctx, "legacyApproval1111111A", now); err != nil {
+						t.Errorf("using the approval given before the upgrade: %v", err)
+					}
+				}
+				s.Close()
+			}
+			if got := versions(t, spec, "goose_approvals"); !slices.Equal(got, []int64{0, 1}) {
+				t.Errorf("goose_approvals holds versions %v, want [0 1]", got)
+			}
+		})
+	}
+}
+
+// versions returns the versions recorded in table, in the order recorded.
+func versions(t *testing.T, spec, table string) []int64 {
+	db, err := sqldb.Open(t.Context(), spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Read.QueryContext(t.Context(), "SELECT version_id FROM "+table+" ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	return out
+}

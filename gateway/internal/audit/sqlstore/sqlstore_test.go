@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/preflightmcp/preflight/gateway/internal/audit"
 	"github.com/preflightmcp/preflight/gateway/internal/audit/internal/storetest"
@@ -152,19 +151,7 @@ func legacy(t *testing.T) map[string]string {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	dsn := pgtest.NewDatabase(t)
-	dump, err := os.ReadFile("testdata/legacy-postgres.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(t.Context(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(t.Context(), string(dump)); err != nil {
-		t.Fatal(err)
-	}
+	dsn := pgtest.NewDatabaseFrom(t, "testdata/legacy-postgres.sql")
 	return map[string]string{"sqlite": "sqlite:" + path, "postgres": dsn}
 }
 

@@ -25,7 +25,7 @@ func (f *Fleet) Approvals() *approval.Service {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	store, err := approvalsql.OpenPostgres(ctx, f.PostgresURL, nil)
+	store, err := approvalsql.Open(ctx, f.PostgresURL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

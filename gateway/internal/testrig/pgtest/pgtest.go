@@ -126,6 +126,29 @@ func NewDatabase(t testing.TB) string {
 	return withDatabase(admin, name)
 }
 
+// NewDatabaseFrom is [NewDatabase] holding what the SQL file at path
+// creates (a pg_dump without psql's commands, say): a database of an older
+// schema to upgrade.
+func NewDatabaseFrom(t testing.TB, path string) string {
+	t.Helper()
+	script, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn := NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("pgtest: connecting to %s: %v", redact(dsn), err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, string(script)); err != nil {
+		t.Fatalf("pgtest: running %s: %v", path, err)
+	}
+	return dsn
+}
+
 // withDatabase returns dsn naming database name instead.
 func withDatabase(dsn, name string) string {
 	u, err := url.Parse(dsn)

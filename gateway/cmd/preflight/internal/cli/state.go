@@ -48,7 +48,7 @@ func configStateDir(path string) (string, error) {
 func persistentApprovals(ctx context.Context, opts *gateway.Options, dir string, admins []string, logger *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	s, err := approvalsql.OpenSQLite(ctx, filepath.Join(dir, approvalsFile), nil)
+	s, err := approvalsql.Open(ctx, "sqlite:"+filepath.Join(dir, approvalsFile), nil)
 	if err != nil {
 		return fmt.Errorf("the approvals kept in %s: %w", dir, err)
 	}
