@@ -107,7 +107,7 @@ func BenchmarkGatewayCallPinned(b *testing.B) {
 			up := serveHTTP(b, endpoint.NewHandler(noopServer(), nil))
 			spec := gateway.UpstreamSpec{Name: "noop", URL: up, Era: era, CallTimeout: time.Minute}
 			_, plain := startGateway(b, &gateway.Options{Upstreams: []gateway.UpstreamSpec{spec}})
-			store, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "pins.db"))
+			store, err := sqlstore.Open(context.Background(), "sqlite:"+filepath.Join(b.TempDir(), "pins.db"))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -284,7 +284,7 @@ func BenchmarkGatewayLayers(b *testing.B) {
 						d := benchDecisions()
 						d.Rules = append([]stage.DecisionRule{{Name: "erase-runs", Tools: []string{"erase"}, Verdict: call.Allow}}, d.Rules...)
 						opts.Decisions = d
-						store, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "pins.db"))
+						store, err := sqlstore.Open(context.Background(), "sqlite:"+filepath.Join(b.TempDir(), "pins.db"))
 						if err != nil {
 							b.Fatal(err)
 						}

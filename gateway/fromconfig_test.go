@@ -189,7 +189,7 @@ func TestOptionsFromConfigPins(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The pin is in the file the section names, for preflight pins to see.
-	s, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(dir, "pins.db"))
+	s, err := sqlstore.Open(context.Background(), "sqlite:"+filepath.Join(dir, "pins.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -175,7 +175,7 @@ func approvePin(t testing.TB, spec, approver, server, tool, fingerprint string) 
 func TestPinStrictOnTheWire(t *testing.T) {
 	up := newRugServer(t)
 	path := filepath.Join(t.TempDir(), "pins.db")
-	store, err := sqlstore.OpenSQLite(context.Background(), path)
+	store, err := sqlstore.Open(context.Background(), "sqlite:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func TestPinStrictOnTheWire(t *testing.T) {
 
 	// A gateway started afresh on the same store sees the same pins: the
 	// changed definition is not pinned at first sight.
-	store2, err := sqlstore.OpenSQLite(context.Background(), path)
+	store2, err := sqlstore.Open(context.Background(), "sqlite:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +359,7 @@ func TestPinPostgres(t *testing.T) {
 	} else {
 		dsn = pgtest.Start(t).DSN()
 	}
-	open := func() sqlstore.Store {
+	open := func() *sqlstore.Store {
 		s, err := sqlstore.Open(context.Background(), dsn)
 		if err != nil {
 			t.Fatal(err)

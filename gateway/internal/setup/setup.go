@@ -301,7 +301,7 @@ func PinModes(cfg *config.Config) func(server string) pin.Mode {
 // SQLite file (the default one, in config.DefaultStateDir, is created with
 // its directory) or its PostgreSQL database. The gateway and the
 // preflight pins command open the same store from the same file.
-func OpenPinStore(ctx context.Context, p config.Pins) (sqlstore.Store, error) {
+func OpenPinStore(ctx context.Context, p config.Pins) (*sqlstore.Store, error) {
 	spec, err := p.Spec()
 	if err != nil {
 		return nil, fmt.Errorf("configuration: pins: %w", err)

@@ -80,7 +80,7 @@ func TestPin(t *testing.T) {
 // the tool, the call is refused (fail closed) with an internal error.
 func TestPinStoreDown(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlstore.OpenSQLite(ctx, filepath.Join(t.TempDir(), "pins.db"))
+	s, err := sqlstore.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "pins.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,24 +1,31 @@
 // Package sqlstore keeps pins in SQL: SQLite, the embedded default (one
 // file, shared by the gateway and the preflight pins command on one
-// machine), and PostgreSQL, shared by the replicas of a gateway. Both
-// implement pin.Store in one table, preflight_pins, and keep when each
-// server was first listed in another, preflight_pin_servers, both created
-// when the store is opened; each change is one transaction that reads the
-// row, applies pin.ApplyQuarantine or pin.ApplyApprove, and writes it back.
+// machine), and PostgreSQL, shared by the replicas of a gateway. One
+// implementation serves both (package sqldb): pins in one table,
+// preflight_pins, and when each server was first listed in another,
+// preflight_pin_servers, their schema an embedded, versioned migration
+// applied when the store opens. Each change is one transaction that reads
+// the row, applies pin.ApplyQuarantine or pin.ApplyApprove, and writes it
+// back.
 package sqlstore
 
 import (
 	"context"
 	"database/sql"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
+	"io/fs"
 	"sync"
 	"time"
 
 	"github.com/preflightmcp/preflight/gateway/internal/pin"
+	"github.com/preflightmcp/preflight/gateway/internal/sqldb"
 )
+
+//go:embed migrations/*.sql
+var migrations embed.FS
 
 // Table is the table pins are kept in.
 const Table = "preflight_pins"
@@ -26,23 +33,42 @@ const Table = "preflight_pins"
 // ServersTable records when each server was first listed.
 const ServersTable = "preflight_pin_servers"
 
-// Store is a pin.Store in SQL that must be closed.
-type Store interface {
-	pin.Store
-	Close() error
+// Store is a pin.Store in SQL. Close it when done.
+type Store struct {
+	db *sqldb.DB
+	// lock ends a SELECT that reads a row to change it; empty when
+	// writing transactions are serial anyway (SQLite).
+	lock string
+	defs defCache
 }
 
-// Open opens the store named by spec: sqlite:PATH (a file, created if
-// needed) or a PostgreSQL URL (postgres:// or postgresql://).
-func Open(ctx context.Context, spec string) (Store, error) {
-	switch {
-	case strings.HasPrefix(spec, "sqlite:"):
-		return OpenSQLite(ctx, strings.TrimPrefix(spec, "sqlite:"))
-	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
-		return OpenPostgres(ctx, spec)
+var _ pin.Store = (*Store)(nil)
+
+// Open opens the store named by spec, sqlite:PATH (a file, created if
+// needed) or a PostgreSQL URL (postgres:// or postgresql://), and
+// migrates its schema.
+func Open(ctx context.Context, spec string) (*Store, error) {
+	db, err := sqldb.Open(ctx, spec, nil)
+	if err != nil {
+		return nil, fmt.Errorf("pin store: %w", err)
 	}
-	return nil, errors.New("sqlstore: want sqlite:PATH or a postgres:// URL")
+	ms, err := fs.Sub(migrations, "migrations")
+	if err == nil {
+		err = db.Migrate(ctx, sqldb.Schema{Migrations: ms, Table: "goose_pins"})
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("pin store: %w", err)
+	}
+	s := &Store{db: db}
+	if db.Dialect == sqldb.Postgres {
+		s.lock = " FOR UPDATE"
+	}
+	return s, nil
 }
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
 
 // row is a record as stored.
 type row struct {
@@ -96,29 +122,7 @@ func (w *row) record(c *defCache) (*pin.Record, error) {
 // columns lists the columns in the order rows are read and written.
 const columns = "server, tool, pinned, pinned_fp, pinned_at, approved_by, state, pending, pending_fp, pending_since"
 
-// createTable is the table in both databases; the fingerprints are kept
-// for people and queries, the definitions' own are computed on reading.
-const createTable = `CREATE TABLE IF NOT EXISTS ` + Table + ` (
-	server        TEXT NOT NULL,
-	tool          TEXT NOT NULL,
-	pinned        TEXT NOT NULL,
-	pinned_fp     TEXT NOT NULL,
-	pinned_at     BIGINT NOT NULL,
-	approved_by   TEXT NOT NULL DEFAULT '',
-	state         TEXT NOT NULL,
-	pending       TEXT,
-	pending_fp    TEXT,
-	pending_since BIGINT,
-	PRIMARY KEY (server, tool)
-)`
-
-// createServers is the table of first listings in both databases.
-const createServers = `CREATE TABLE IF NOT EXISTS ` + ServersTable + ` (
-	server    TEXT NOT NULL PRIMARY KEY,
-	listed_at BIGINT NOT NULL
-)`
-
-// scanner is a row of a query: *sql.Row, *sql.Rows or pgx's.
+// scanner is a row of a query: *sql.Row or *sql.Rows.
 type scanner interface{ Scan(dest ...any) error }
 
 func scanRow(s scanner, c *defCache) (*pin.Record, error) {
@@ -179,59 +183,29 @@ func (w *row) args() []any {
 	return []any{w.server, w.tool, string(w.pinned), w.pinnedFP, w.pinnedAt, w.approvedBy, w.state, pending, pendingFP, since}
 }
 
-// tx is a transaction of either database.
-type tx interface {
-	QueryRow(ctx context.Context, query string, args ...any) scanner
-	Exec(ctx context.Context, query string, args ...any) error
-	Commit(ctx context.Context) error
-	Rollback(ctx context.Context) error
-}
-
-// engine is what differs between the databases.
-type engine struct {
-	// begin starts a transaction that writes.
-	begin func(ctx context.Context) (tx, error)
-	// queryRow and query read outside a transaction.
-	queryRow func(ctx context.Context, query string, args ...any) scanner
-	query    func(ctx context.Context, query string, args ...any) (rows, error)
-	// rebind writes a query's ? placeholders as the database wants them.
-	rebind func(string) string
-	// lock ends a SELECT that reads a row to change it.
-	lock string
-	defs defCache
-}
-
-// rows are the rows of a query.
-type rows interface {
-	scanner
-	Next() bool
-	Err() error
-	Close()
-}
-
-var errNoRows = errors.New("no rows")
-
-func (e *engine) get(ctx context.Context, server, tool string) (*pin.Record, error) {
-	r, err := scanRow(e.queryRow(ctx, e.rebind("SELECT "+columns+" FROM "+Table+" WHERE server = ? AND tool = ?"), server, tool), &e.defs)
-	if errors.Is(err, errNoRows) {
+// Get implements pin.Store.
+func (s *Store) Get(ctx context.Context, server, tool string) (*pin.Record, error) {
+	r, err := scanRow(s.db.Read.QueryRowContext(ctx, s.db.Rebind("SELECT "+columns+" FROM "+Table+" WHERE server = ? AND tool = ?"), server, tool), &s.defs)
+	if errors.Is(err, sql.ErrNoRows) {
 		return nil, pin.ErrNotFound
 	}
 	return r, err
 }
 
-func (e *engine) list(ctx context.Context, server string) ([]*pin.Record, error) {
+// List implements pin.Store.
+func (s *Store) List(ctx context.Context, server string) ([]*pin.Record, error) {
 	q, args := "SELECT "+columns+" FROM "+Table, []any{}
 	if server != "" {
 		q, args = q+" WHERE server = ?", append(args, server)
 	}
-	rs, err := e.query(ctx, e.rebind(q+" ORDER BY server, tool"), args...)
+	rs, err := s.db.Read.QueryContext(ctx, s.db.Rebind(q+" ORDER BY server, tool"), args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rs.Close()
 	out := []*pin.Record{}
 	for rs.Next() {
-		r, err := scanRow(rs, &e.defs)
+		r, err := scanRow(rs, &s.defs)
 		if err != nil {
 			return nil, err
 		}
@@ -244,30 +218,31 @@ func (e *engine) list(ctx context.Context, server string) ([]*pin.Record, error)
 	return out, nil
 }
 
-// inTx runs f in a transaction, committed when f succeeds.
-func (e *engine) inTx(ctx context.Context, f func(tx) error) error {
-	t, err := e.begin(ctx)
+// inTx runs f in a writing transaction, committed when f succeeds.
+func (s *Store) inTx(ctx context.Context, f func(*sql.Tx) error) error {
+	t, err := s.db.Write.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
+	defer t.Rollback()
 	if err := f(t); err != nil {
-		_ = t.Rollback(ctx)
 		return err
 	}
-	return t.Commit(ctx)
+	return t.Commit()
 }
 
-func (e *engine) pin(ctx context.Context, server string, def *pin.Definition, at time.Time) (*pin.Record, error) {
+// Pin implements pin.Store.
+func (s *Store) Pin(ctx context.Context, server string, def *pin.Definition, at time.Time) (*pin.Record, error) {
 	w, err := toRow(&pin.Record{Server: server, Tool: def.Name, Pinned: def, PinnedAt: at, State: pin.StatePinned})
 	if err != nil {
 		return nil, err
 	}
 	var out *pin.Record
-	err = e.inTx(ctx, func(t tx) error {
-		if err := t.Exec(ctx, e.rebind("INSERT INTO "+Table+" ("+columns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (server, tool) DO NOTHING"), w.args()...); err != nil {
+	err = s.inTx(ctx, func(t *sql.Tx) error {
+		if _, err := t.ExecContext(ctx, s.db.Rebind("INSERT INTO "+Table+" ("+columns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (server, tool) DO NOTHING"), w.args()...); err != nil {
 			return err
 		}
-		out, err = scanRow(t.QueryRow(ctx, e.rebind("SELECT "+columns+" FROM "+Table+" WHERE server = ? AND tool = ?"), server, def.Name), &e.defs)
+		out, err = scanRow(t.QueryRowContext(ctx, s.db.Rebind("SELECT "+columns+" FROM "+Table+" WHERE server = ? AND tool = ?"), server, def.Name), &s.defs)
 		return err
 	})
 	return out, err
@@ -275,12 +250,12 @@ func (e *engine) pin(ctx context.Context, server string, def *pin.Definition, at
 
 // update applies f to a record in one transaction. When f fails with a
 // record (pin.ErrConflict), that record is returned with the error.
-func (e *engine) update(ctx context.Context, server, tool string, f func(*pin.Record) (*pin.Record, error)) (*pin.Record, error) {
+func (s *Store) update(ctx context.Context, server, tool string, f func(*pin.Record) (*pin.Record, error)) (*pin.Record, error) {
 	var out *pin.Record
 	var ferr error
-	err := e.inTx(ctx, func(t tx) error {
-		r, err := scanRow(t.QueryRow(ctx, e.rebind("SELECT "+columns+" FROM "+Table+" WHERE server = ? AND tool = ?"+e.lock), server, tool), &e.defs)
-		if errors.Is(err, errNoRows) {
+	err := s.inTx(ctx, func(t *sql.Tx) error {
+		r, err := scanRow(t.QueryRowContext(ctx, s.db.Rebind("SELECT "+columns+" FROM "+Table+" WHERE server = ? AND tool = ?"+s.lock), server, tool), &s.defs)
+		if errors.Is(err, sql.ErrNoRows) {
 			return pin.ErrNotFound
 		}
 		if err != nil {
@@ -294,8 +269,9 @@ func (e *engine) update(ctx context.Context, server, tool string, f func(*pin.Re
 			return err
 		}
 		a := w.args() // server and tool first: they go last here
-		return t.Exec(ctx, e.rebind("UPDATE "+Table+" SET pinned = ?, pinned_fp = ?, pinned_at = ?, approved_by = ?, state = ?, pending = ?, pending_fp = ?, pending_since = ? WHERE server = ? AND tool = ?"),
+		_, err = t.ExecContext(ctx, s.db.Rebind("UPDATE "+Table+" SET pinned = ?, pinned_fp = ?, pinned_at = ?, approved_by = ?, state = ?, pending = ?, pending_fp = ?, pending_since = ? WHERE server = ? AND tool = ?"),
 			a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[0], a[1])
+		return err
 	})
 	if ferr != nil {
 		return out, ferr
@@ -306,22 +282,23 @@ func (e *engine) update(ctx context.Context, server, tool string, f func(*pin.Re
 	return out, nil
 }
 
-func (e *engine) quarantine(ctx context.Context, server, tool, pinned string, state pin.State, pending *pin.Definition, at time.Time) (*pin.Record, error) {
-	return e.update(ctx, server, tool, func(r *pin.Record) (*pin.Record, error) {
+// Quarantine implements pin.Store.
+func (s *Store) Quarantine(ctx context.Context, server, tool, pinned string, state pin.State, pending *pin.Definition, at time.Time) (*pin.Record, error) {
+	return s.update(ctx, server, tool, func(r *pin.Record) (*pin.Record, error) {
 		return pin.ApplyQuarantine(r, pinned, state, pending, micro(at))
 	})
 }
 
-// listed records server's first listing unless one was recorded, and
-// reports whether this one is.
-func (e *engine) listed(ctx context.Context, server string, at time.Time) (bool, error) {
+// Listed implements pin.Store: it records server's first listing unless
+// one was recorded, and reports whether this one is.
+func (s *Store) Listed(ctx context.Context, server string, at time.Time) (bool, error) {
 	var first bool
-	err := e.inTx(ctx, func(t tx) error {
+	err := s.inTx(ctx, func(t *sql.Tx) error {
 		var got string
-		err := t.QueryRow(ctx, e.rebind("INSERT INTO "+ServersTable+" (server, listed_at) VALUES (?, ?) ON CONFLICT (server) DO NOTHING RETURNING server"),
+		err := t.QueryRowContext(ctx, s.db.Rebind("INSERT INTO "+ServersTable+" (server, listed_at) VALUES (?, ?) ON CONFLICT (server) DO NOTHING RETURNING server"),
 			server, micro(at).UnixMicro()).Scan(&got)
 		switch {
-		case errors.Is(err, errNoRows):
+		case errors.Is(err, sql.ErrNoRows):
 			return nil
 		case err != nil:
 			return err
@@ -332,8 +309,9 @@ func (e *engine) listed(ctx context.Context, server string, at time.Time) (bool,
 	return first, err
 }
 
-func (e *engine) approve(ctx context.Context, server, tool, fingerprint, approver string, at time.Time) (*pin.Record, error) {
-	return e.update(ctx, server, tool, func(r *pin.Record) (*pin.Record, error) {
+// Approve implements pin.Store.
+func (s *Store) Approve(ctx context.Context, server, tool, fingerprint, approver string, at time.Time) (*pin.Record, error) {
+	return s.update(ctx, server, tool, func(r *pin.Record) (*pin.Record, error) {
 		return pin.ApplyApprove(r, fingerprint, approver, micro(at))
 	})
 }

@@ -3,7 +3,10 @@ package sqlstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,12 +16,13 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/pin"
 	"github.com/preflightmcp/preflight/gateway/internal/pin/internal/storetest"
 	"github.com/preflightmcp/preflight/gateway/internal/pin/sqlstore"
+	"github.com/preflightmcp/preflight/gateway/internal/sqldb"
 	"github.com/preflightmcp/preflight/gateway/internal/testrig/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) } // stops the server, checks for leaked goroutines
 
-func open(t *testing.T, spec string) sqlstore.Store {
+func open(t *testing.T, spec string) *sqlstore.Store {
 	t.Helper()
 	s, err := sqlstore.Open(context.Background(), spec)
 	if err != nil {
@@ -31,7 +35,7 @@ func open(t *testing.T, spec string) sqlstore.Store {
 // reopen closes s and opens spec again, as a restarted process does.
 func reopen(spec string) func(t *testing.T, s pin.Store) pin.Store {
 	return func(t *testing.T, s pin.Store) pin.Store {
-		if err := s.(sqlstore.Store).Close(); err != nil {
+		if err := s.(*sqlstore.Store).Close(); err != nil {
 			t.Fatal(err)
 		}
 		return open(t, spec)
@@ -63,8 +67,8 @@ func TestPostgres(t *testing.T) {
 func TestOpenErrors(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct{ spec, want string }{
-		{"pins.db", "want sqlite:PATH or a postgres:// URL"},
-		{"sqlite:", "sqlite: no file"},
+		{"pins.db", "want sqlite:PATH or postgres://"},
+		{"sqlite:", "write sqlite:PATH, a file path"},
 		{"sqlite:" + filepath.Join(t.TempDir(), "missing", "dir", "pins.db"), "sqlite"},
 		{"postgres://user:hunter2@[::1", "not a PostgreSQL URL"},
 	} {
@@ -221,10 +225,74 @@ func TestPostgresUnavailable(t *testing.T) {
 }
 
 // openB opens a store for a benchmark, closed when it ends.
-func openB(b *testing.B, spec string) (sqlstore.Store, error) {
+func openB(b *testing.B, spec string) (*sqlstore.Store, error) {
 	s, err := sqlstore.Open(context.Background(), spec)
 	if err == nil {
 		b.Cleanup(func() { s.Close() })
 	}
 	return s, err
+}
+
+// TestUpgrade: a database whose tables were created unversioned is
+// adopted in place: its version is recorded, its pins and first listings
+// read back and go on (the quarantined tool is approved), and opening
+// again changes nothing.
+func TestUpgrade(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pins.db")
+	b, err := os.ReadFile("testdata/legacy.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 7, 28, 10, 0, 0, 0, time.UTC)
+	for name, spec := range map[string]string{"sqlite": "sqlite:" + path, "postgres": pgtest.NewDatabaseFrom(t, "testdata/legacy-postgres.sql")} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			for i := range 2 {
+				s := open(t, spec)
+				rs, err := s.List(ctx, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, r := range rs {
+					line := fmt.Sprintf("%s/%s %s %q at %s", r.Server, r.Tool, r.State, r.Pinned.Description, r.PinnedAt.Format(time.TimeOnly))
+					if r.Pending != nil {
+						line += fmt.Sprintf(" pending %q since %s", r.Pending.Description, r.PendingSince.Format(time.TimeOnly))
+					}
+					got = append(got, line)
+				}
+				want := []string{
+					`files/delete_file quarantined "Deletes a file." at 10:00:00 pending "Deletes a file, and its parent." since 10:01:00`,
+					`files/read_file pinned "Reads a file." at 10:00:00`,
+				}
+				if i == 1 {
+					want[0] = `files/delete_file pinned "Deletes a file, and its parent." at 10:02:00`
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("open %d: the pins:\n%s\nwant\n%s", i+1, strings.Join(got, "\n"), strings.Join(want, "\n"))
+				}
+				if first, err := s.Listed(ctx, "files", t0.Add(time.Hour)); err != nil || first {
+					t.Errorf("Listed(files) = %v, %v: its first listing was before the upgrade", first, err)
+				}
+				if i == 0 {
+					if _, err := s.Approve(ctx, "files", "delete_file", rs[0].Pending.Fingerprint(), "carol", t0.Add(2*time.Minute)); err != nil {
+						t.Errorf("approving the change seen before the upgrade: %v", err)
+					}
+				}
+				s.Close()
+			}
+			db, err := sqldb.Open(ctx, spec, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var n, max int
+			if err := db.Read.QueryRowContext(ctx, "SELECT count(*), max(version_id) FROM goose_pins").Scan(&n, &max); err != nil || n != 2 || max != 1 {
+				t.Errorf("goose_pins holds %d versions up to %d (%v), want 0 and 1", n, max, err)
+			}
+		})
+	}
 }

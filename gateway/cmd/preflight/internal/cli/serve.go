@@ -558,7 +558,7 @@ const pinsFile = "pins.db"
 // in dir's pins.db (warn mode: the examples are trusted servers).
 func builtinSetup(ctx context.Context, dir string, reset bool) (*gateway.Options, func(), error) {
 	var roots []*os.Root
-	var store sqlstore.Store
+	var store *sqlstore.Store
 	cleanup := func() {
 		for _, r := range roots {
 			r.Close()
