@@ -166,6 +166,13 @@ func isBusy(err error) bool {
 }
 
 func openPostgres(spec string, opts Options) (*DB, error) {
+	spec, max, err := poolMaxConns(spec)
+	if err != nil {
+		return nil, fmt.Errorf("database %q: %w", Redact(spec), err)
+	}
+	if max > 0 {
+		opts.MaxConns = max
+	}
 	cfg, err := pgx.ParseConfig(spec)
 	if err != nil {
 		// pgx's error may repeat the URL, password included.
@@ -180,6 +187,24 @@ func openPostgres(spec string, opts Options) (*DB, error) {
 	pool.SetMaxIdleConns(min(opts.MaxConns, 4))
 	pool.SetConnMaxIdleTime(time.Minute)
 	return &DB{Dialect: Postgres, Write: pool, Read: pool, name: name, readOnly: opts.ReadOnly}, nil
+}
+
+// poolMaxConns takes the parameter pool_max_conns (pgxpool's, kept for
+// the URLs written for it) out of a postgres:// URL: the server would
+// refuse it as a setting of its own.
+func poolMaxConns(spec string) (string, int, error) {
+	u, err := url.Parse(spec)
+	if err != nil || !u.Query().Has("pool_max_conns") {
+		return spec, 0, nil
+	}
+	q := u.Query()
+	n, err := strconv.Atoi(q.Get("pool_max_conns"))
+	if err != nil || n <= 0 {
+		return spec, 0, errors.New("pool_max_conns: want a positive number")
+	}
+	q.Del("pool_max_conns")
+	u.RawQuery = q.Encode()
+	return u.String(), n, nil
 }
 
 // Close closes the pools.

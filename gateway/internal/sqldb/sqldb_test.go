@@ -179,6 +179,23 @@ func TestOpen(t *testing.T) {
 	}
 }
 
+// TestPoolMaxConns: a URL's pool_max_conns bounds the pool and is not sent
+// to the server.
+func TestPoolMaxConns(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	db := open(t, dsn+sep+"pool_max_conns=3", nil)
+	if err := db.Read.PingContext(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := db.Read.Stats().MaxOpenConnections; n != 3 {
+		t.Errorf("MaxOpenConnections = %d, want 3", n)
+	}
+}
+
 func TestRebind(t *testing.T) {
 	for dialect, spec := range specs(t) {
 		db := open(t, spec, nil)
