@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io/fs"
 	"iter"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -100,14 +101,28 @@ func (s *Store) retry(ctx context.Context, f func() error) error {
 	return nil
 }
 
-func (s *Store) insert() string {
+// insert returns the statement inserting n records.
+func (s *Store) insert(n int) string {
+	row := "(?" + strings.Repeat(", ?", insertColumns-1) + ")"
 	return s.db.Rebind(`INSERT INTO audit_records (call_key, ` + s.start + `, principal, server, tool, effect, destructive,
 	decision, reason, approver, dry_run, level, args_digest, args, outcome, ` + s.ended + `, latency_us, retries, redactions, error)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	VALUES ` + row + strings.Repeat(", "+row, n-1))
 }
 
-// newKey returns a random call key.
-func newKey() string {
+// insertColumns counts the columns of insert; maxInsert bounds the records
+// of one statement (PostgreSQL takes at most 65535 arguments).
+const (
+	insertColumns = 20
+	maxInsert     = 128
+)
+
+// newKey returns a random call key where a statement may be retried
+// (PostgreSQL); none for SQLite, which never retries, so that its index
+// of keys does not grow at random places.
+func (s *Store) newKey() any {
+	if s.db.Dialect != sqldb.Postgres {
+		return nil
+	}
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return base64.RawURLEncoding.EncodeToString(b[:])
@@ -115,7 +130,7 @@ func newKey() string {
 
 // values are the insert's arguments for r; ended says whether r's outcome
 // is recorded.
-func (s *Store) values(key string, r *audit.Record, ended bool) []any {
+func (s *Store) values(key any, r *audit.Record, ended bool) []any {
 	v := []any{key, s.at(r.Time), r.Principal, r.Server, r.Tool, string(r.Effect), r.Destructive, string(r.Decision),
 		r.Reason, r.Approver, r.DryRun, string(r.Level), r.ArgsDigest, nullJSON(r.Args), nil, nil, nil, 0, nil, ""}
 	if ended {
@@ -150,12 +165,12 @@ func nullJSON(b json.RawMessage) any {
 // Begin writes r as a call that has not ended.
 func (s *Store) Begin(ctx context.Context, r *audit.Record) (int64, error) {
 	r = audit.Normalize(r)
-	args := s.values(newKey(), r, false)
+	args := s.values(s.newKey(), r, false)
 	var id int64
 	err := s.retry(ctx, func() error {
 		// On a retry after a commit whose answer was lost, the key finds
 		// the row already written.
-		return s.db.Write.QueryRowContext(ctx, s.insert()+` ON CONFLICT (call_key) DO UPDATE SET call_key = excluded.call_key
+		return s.db.Write.QueryRowContext(ctx, s.insert(1)+` ON CONFLICT (call_key) DO UPDATE SET call_key = excluded.call_key
 			RETURNING id`, args...).Scan(&id)
 	})
 	return id, err
@@ -188,14 +203,19 @@ func (s *Store) Finish(ctx context.Context, r *audit.Record) error {
 	return nil
 }
 
-// Write writes complete records in one transaction.
+// Write writes complete records in one transaction, up to maxInsert in
+// one statement.
 func (s *Store) Write(ctx context.Context, rs []*audit.Record) error {
 	if len(rs) == 0 {
 		return nil
 	}
-	args := make([][]any, len(rs))
-	for i, r := range rs {
-		args[i] = s.values(newKey(), audit.Normalize(r), true)
+	var batches [][]any
+	for chunk := range slices.Chunk(rs, maxInsert) {
+		args := make([]any, 0, len(chunk)*insertColumns)
+		for _, r := range chunk {
+			args = append(args, s.values(s.newKey(), audit.Normalize(r), true)...)
+		}
+		batches = append(batches, args)
 	}
 	return s.retry(ctx, func() error {
 		tx, err := s.db.Write.BeginTx(ctx, nil)
@@ -203,13 +223,8 @@ func (s *Store) Write(ctx context.Context, rs []*audit.Record) error {
 			return err
 		}
 		defer tx.Rollback()
-		stmt, err := tx.PrepareContext(ctx, s.insert()+" ON CONFLICT (call_key) DO NOTHING")
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		for _, a := range args {
-			if _, err := stmt.ExecContext(ctx, a...); err != nil {
+		for _, args := range batches {
+			if _, err := tx.ExecContext(ctx, s.insert(len(args)/insertColumns)+" ON CONFLICT (call_key) DO NOTHING", args...); err != nil {
 				return err
 			}
 		}

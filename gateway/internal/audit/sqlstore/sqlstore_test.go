@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -272,6 +273,30 @@ func TestWhere(t *testing.T) {
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("%s: %+v: %v, want %v", name, tc.f, got, tc.want)
 			}
+		}
+	}
+}
+
+// TestWriteMany: a write of more records than one statement takes writes
+// them all, in order.
+func TestWriteMany(t *testing.T) {
+	t0 := time.Date(2026, 7, 28, 10, 0, 0, 0, time.UTC)
+	for name, spec := range specs(t) {
+		s, err := sqlstore.Open(t.Context(), spec, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		var rs []*audit.Record
+		for i := range 300 {
+			rs = append(rs, &audit.Record{Time: t0.Add(time.Duration(i) * time.Second), Server: "s", Tool: strconv.Itoa(i), Decision: audit.Allow, Outcome: audit.OutcomeOK})
+		}
+		if err := s.Write(t.Context(), rs); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got := all(t, s, audit.Filter{})
+		if len(got) != 300 || got[0].Tool != "0" || got[299].Tool != "299" || got[299].ID != 300 {
+			t.Errorf("%s: %d records", name, len(got))
 		}
 	}
 }
