@@ -94,11 +94,21 @@ func (db *DB) migrate(ctx context.Context, s Schema) error {
 			return err
 		}
 	}
-	if have == know {
-		return nil
+	for have < know {
+		_, err := p.Up(ctx)
+		if err == nil {
+			return nil
+		}
+		// Another process may have applied the same migration meanwhile
+		// (SQLite has no lock to hold across them): go on from where it
+		// is, as long as it progresses.
+		now, _, verr := db.version(ctx, store, "")
+		if verr != nil || now <= have {
+			return err
+		}
+		have = now
 	}
-	_, err = p.Up(ctx)
-	return err
+	return nil
 }
 
 // version returns the schema's version: in the store's table, else in the

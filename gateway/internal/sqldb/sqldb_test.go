@@ -156,6 +156,31 @@ func TestMigrateTogether(t *testing.T) {
 	}
 }
 
+// TestMigrateTogetherSQLite: processes opening one SQLite file together
+// all open it, migrated once: those that lost the race find the schema
+// current.
+func TestMigrateTogetherSQLite(t *testing.T) {
+	spec := "sqlite:" + filepath.Join(t.TempDir(), "test.db")
+	fs := migrations("a", 1)
+	fs["002_more.sql"] = &fstest.MapFile{Data: []byte("-- +goose Up\nALTER TABLE a1 ADD COLUMN w TEXT;\n")}
+	fs["003_more.sql"] = &fstest.MapFile{Data: []byte("-- +goose Up\nALTER TABLE a1 ADD COLUMN x TEXT;\n")}
+	s := sqldb.Schema{Migrations: fs, Table: "goose_a"}
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		db := open(t, spec, nil)
+		wg.Go(func() { errs[i] = db.Migrate(context.Background(), s) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	db := open(t, spec, nil)
+	count(t, db, "SELECT count(x) FROM a1")
+}
+
 // TestOpen refuses what is not a database spec, without a password in the
 // message, and a missing SQLite file read-only.
 func TestOpen(t *testing.T) {
