@@ -35,7 +35,7 @@ type NewerError struct {
 }
 
 func (e *NewerError) Error() string {
-	return fmt.Sprintf("%s: the schema has version %d, newer than this program's %d: upgrade preflight", e.Table, e.Have, e.Know)
+	return fmt.Sprintf("the schema has version %d, newer than this program's %d: upgrade preflight", e.Have, e.Know)
 }
 
 // Migrate brings the schema up to date: it applies each migration the

@@ -92,7 +92,7 @@ func TestMigrate(t *testing.T) {
 				t.Errorf("the row before the migration: %d", n)
 			}
 			var newer *sqldb.NewerError
-			if err := db.Migrate(ctx, a); !errors.As(err, &newer) || newer.Have != 2 || newer.Know != 1 {
+			if err := db.Migrate(ctx, a); !errors.As(err, &newer) || newer.Have != 2 || newer.Know != 1 || strings.Count(err.Error(), "goose_a") != 1 || !strings.HasSuffix(err.Error(), "upgrade preflight") {
 				t.Errorf("a newer schema: %v", err)
 			}
 		})
