@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"modernc.org/sqlite" // the "sqlite" database/sql driver
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -260,21 +261,14 @@ func Redact(spec string) string {
 	spec = password.ReplaceAllString(spec, "${1}xxxxx")
 	scheme, rest, ok := strings.Cut(spec, "://")
 	if !ok {
-		return clip(spec)
+		return text.Clip(spec, 200)
 	}
 	userinfo, host, ok := strings.Cut(rest, "@")
 	if !ok || strings.ContainsAny(userinfo, "/?#") {
-		return clip(spec)
+		return text.Clip(spec, 200)
 	}
 	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
-		return clip(scheme + "://" + user + ":xxxxx@" + host)
+		return text.Clip(scheme+"://"+user+":xxxxx@"+host, 200)
 	}
-	return clip(spec)
-}
-
-func clip(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "..."
-	}
-	return s
+	return text.Clip(spec, 200)
 }
