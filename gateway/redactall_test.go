@@ -114,3 +114,6 @@ audit: {store: "off"}
 		})
 	}
 }
+
+// fakeToken is a GitHub token in the form gitleaks' github-pat rule finds.
+const fakeToken = "ghp_R7tW1vB6nC0yH5jD3sA2eU1k8f3kK2mZ9qL4"

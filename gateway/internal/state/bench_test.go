@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/preflightmcp/preflight/gateway/internal/state"
-	"github.com/preflightmcp/preflight/gateway/internal/testrig/redistest"
 )
 
 // The benchmarks report the median and the 99th percentile of one
@@ -72,24 +71,6 @@ func BenchmarkNoncesUse(b *testing.B) {
 			l.report(b)
 		})
 	}
-}
-
-// BenchmarkRedisPing: one round trip to the test's Redis, the floor of
-// every Redis operation.
-func BenchmarkRedisPing(b *testing.B) {
-	c := newClient(b, redistest.Addr(b))
-	ctx := context.Background()
-	l := make(latencies, 0, b.N)
-	b.ResetTimer()
-	for range b.N {
-		l.time(func() {
-			if err := c.Ping(ctx).Err(); err != nil {
-				b.Fatal(err)
-			}
-		})
-	}
-	b.StopTimer()
-	l.report(b)
 }
 
 // BenchmarkConfirmedCall: what the shared state adds to a call that needs

@@ -191,3 +191,20 @@ func TestLoginKeyMadeOnce(t *testing.T) {
 		t.Errorf("left in the directory: %v", entries)
 	}
 }
+
+// toolErrorText returns the text of a tool error, failing unless r is one.
+func toolErrorText(t *testing.T, r *wiretest.Response) string {
+	t.Helper()
+	if r.Error != nil || r.Result["isError"] != true {
+		t.Fatalf("want a tool error, got %s", r.Raw)
+	}
+	var b strings.Builder
+	content, _ := r.Result["content"].([]any)
+	for _, c := range content {
+		if m, ok := c.(map[string]any); ok {
+			s, _ := m["text"].(string)
+			b.WriteString(s)
+		}
+	}
+	return b.String()
+}
