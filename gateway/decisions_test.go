@@ -114,6 +114,7 @@ func exists(t *testing.T, path string) bool {
 // state again is refused; a read is never asked; a client that declared no
 // elicitation is told why the call did not run.
 func TestConfirmModernOnTheWire(t *testing.T) {
+	t.Parallel()
 	dir, url := filesGateway(t, &stage.DecideOptions{}, nil)
 	p := wiretest.Stateless(url, elicitCaps)
 	notes := filepath.Join(dir, "notes.txt")
@@ -236,6 +237,7 @@ func (a *legacyAnswers) set(action string) {
 // decline and a cancel leave the file, an unanswered question ends the
 // call when ConfirmWait passes, an accept runs it.
 func TestConfirmLegacyMidCall(t *testing.T) {
+	t.Parallel()
 	for _, era := range []string{modern, legacy} {
 		t.Run("upstream="+era, func(t *testing.T) { confirmLegacyMidCall(t, era) })
 	}
@@ -324,6 +326,7 @@ func (s *syncBuffer) String() string {
 // and in dry-run nothing is asked or refused, while the log records what
 // would have been decided.
 func TestDecisionRulesAndDryRun(t *testing.T) {
+	t.Parallel()
 	rules := []stage.DecisionRule{
 		{Name: "keep-full", Tools: []string{"manage_files"}, When: `effect != "read" && args.action == "delete" && args.path.startsWith("full/")`,
 			Verdict: call.Deny, Reason: "files under full/ are kept"},
@@ -380,6 +383,7 @@ func TestDecisionRulesAndDryRun(t *testing.T) {
 // upstream's round cannot be answered twice, nor its state used for
 // another call, in front of an upstream of either era.
 func TestConfirmThenUpstreamQuestions(t *testing.T) {
+	t.Parallel()
 	for _, upEra := range []string{modern, legacy} {
 		t.Run("upstream "+upEra, func(t *testing.T) {
 			dir, root := foldersRoot(t)
@@ -433,6 +437,7 @@ func TestConfirmThenUpstreamQuestions(t *testing.T) {
 // a call to confirm is neither asked nor run, and the client is told why;
 // a read still runs.
 func TestConfirmStateUnavailable(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -475,6 +480,7 @@ func TestConfirmStateUnavailable(t *testing.T) {
 // reports what the gateway does, not the upstream's raw declaration; in
 // dry-run, when nothing is asked, the listing is the upstream's.
 func TestListingSaysWhatTheGatewayDoes(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []stage.Mode{stage.Enforce, stage.DryRun} {
 		t.Run(string(mode), func(t *testing.T) {
 			up := gateway.UpstreamSpec{Name: "fw", Command: firstwins.Build(t), Args: []string{"-dir", t.TempDir()}}

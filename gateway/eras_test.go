@@ -144,6 +144,7 @@ func text(t testing.TB, res *mcp.CallToolResult) string {
 // questions reach a 2026-07-28 client as input_required and a 2025-11-25
 // client as requests, whichever way the upstream asked.
 func TestEras(t *testing.T) {
+	t.Parallel()
 	for _, upEra := range []string{modern, legacy} {
 		for _, clientEra := range []string{modern, legacy} {
 			t.Run("upstream "+upEra+"/client "+clientEra, func(t *testing.T) {
@@ -221,6 +222,7 @@ func TestEras(t *testing.T) {
 // requestState of the gateway's own that refuses tampering and other
 // arguments, then completes when the answer comes with it.
 func TestModernClientQuestionsOnTheWire(t *testing.T) {
+	t.Parallel()
 	for _, upEra := range []string{modern, legacy} {
 		t.Run("upstream "+upEra, func(t *testing.T) {
 			dir, root := foldersRoot(t)
@@ -299,6 +301,7 @@ func TestModernClientQuestionsOnTheWire(t *testing.T) {
 // like one of the gateway's own is escaped on the way to the client and
 // unescaped on the way back.
 func TestNamespacedKeys(t *testing.T) {
+	t.Parallel()
 	for _, key := range []string{"preflight/confirm", approval.InputKey} {
 		t.Run(key, func(t *testing.T) {
 			s := mcp.NewServer(&mcp.Implementation{Name: "keys"}, nil)
@@ -329,6 +332,7 @@ func TestNamespacedKeys(t *testing.T) {
 // shapes for a tool whose upstream does not resolve anything: the static
 // annotations, under the tool's exposed name.
 func TestResolveShapes(t *testing.T) {
+	t.Parallel()
 	s := mcp.NewServer(&mcp.Implementation{Name: "plain"}, nil)
 	f := false
 	s.AddTool(&mcp.Tool{Name: "lookup", InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`),

@@ -100,6 +100,7 @@ func rawUpstreamBodies(t *testing.T, names ...string) (url string, headers func(
 // fields and big numbers survive), only the name changing when prefixed,
 // in both eras.
 func TestFidelity(t *testing.T) {
+	t.Parallel()
 	upURL, _ := rawUpstream(t, "probe")
 	_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{{Name: "raw", URL: upURL}}})
 	for _, p := range []*wiretest.Peer{wiretest.Stateless(url, nil), wiretest.Legacy(url, nil)} {
@@ -140,6 +141,7 @@ func TestFidelity(t *testing.T) {
 // gateway validates the client's Mcp-Name against the body (a mismatch is
 // refused with -32020) and sends the upstream its own name in both.
 func TestPrefixedHeaders(t *testing.T) {
+	t.Parallel()
 	upURL, seen := rawUpstream(t, "probe")
 	_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{
 		{Name: "raw", URL: upURL},
@@ -187,6 +189,7 @@ func TestPrefixedHeaders(t *testing.T) {
 // smallest non-zero time to live, private when any upstream's list may not
 // be cached.
 func TestListCache(t *testing.T) {
+	t.Parallel()
 	upURL, _ := rawUpstream(t, "probe") // tools: 60 s, public
 	one, url1 := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{{Name: "raw", URL: upURL}}})
 	_ = one
@@ -211,6 +214,7 @@ func TestListCache(t *testing.T) {
 // header, and the upstream's refusals reach the client (HTTP status and
 // JSON-RPC error).
 func TestPassthrough(t *testing.T) {
+	t.Parallel()
 	upURL, headers, bodies := rawUpstreamBodies(t, "probe")
 	_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{
 		{Name: "raw", URL: upURL},
@@ -261,6 +265,7 @@ func TestPassthrough(t *testing.T) {
 // upstream that lists nothing as null (as gateways of before did) is read
 // as listing nothing, its tools still served.
 func TestEmptyLists(t *testing.T) {
+	t.Parallel()
 	s := mcp.NewServer(&mcp.Implementation{Name: "nulls", Version: "1"}, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Prompts: &mcp.PromptCapabilities{}, Resources: &mcp.ResourceCapabilities{}}})
 	s.AddTool(&mcp.Tool{Name: "only", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

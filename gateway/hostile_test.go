@@ -41,6 +41,7 @@ func subscribable(subs, unsubs *atomic.Int64) *mcp.Server {
 // A session's unsubscribe ends its own subscription only: one that never
 // subscribed cannot end another's.
 func TestUnsubscribeEndsOnlyYourOwn(t *testing.T) {
+	t.Parallel()
 	var subs, unsubs atomic.Int64
 	s := subscribable(&subs, &unsubs)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
@@ -77,6 +78,7 @@ func TestUnsubscribeEndsOnlyYourOwn(t *testing.T) {
 // A session's subscriptions end with it, and one session cannot fill the
 // gateway's table of subscriptions for everyone.
 func TestSubscriptionsEndWithTheSession(t *testing.T) {
+	t.Parallel()
 	var subs, unsubs atomic.Int64
 	s := subscribable(&subs, &unsubs)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
@@ -188,6 +190,7 @@ func TestClientThatStopsReadingStallsNobody(t *testing.T) {
 // A deleted legacy session takes no further calls, not even from the
 // entry's memory of sessions it checked.
 func TestDeletedSessionTakesNoCalls(t *testing.T) {
+	t.Parallel()
 	s := floodServer(make(chan struct{}))
 	_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{{Name: "slow", Connect: inMemory(s)}}})
 	p := wiretest.Legacy(url, nil)
@@ -218,6 +221,7 @@ func TestDeletedSessionTakesNoCalls(t *testing.T) {
 // subscription to the same resource upstream is subscribed after that
 // ends, never before: the upstream is left subscribed, in that order.
 func TestSubscribeWhileTheLastUnsubscribes(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var events []string
 	entered, release := make(chan struct{}, 1), make(chan struct{})

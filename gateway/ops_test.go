@@ -51,6 +51,7 @@ func notesServer() *mcp.Server {
 // of two upstreams: prompts prefixed, URIs unchanged and routed (templates
 // too), completions routed by their reference, in both eras.
 func TestPromptsAndResources(t *testing.T) {
+	t.Parallel()
 	_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{
 		{Name: "fixture", URL: serveEra(t, fixture.NewServer(nil), modern)},
 		{Name: "notes", URL: serveEra(t, notesServer(), legacy)},
@@ -120,6 +121,7 @@ func TestPromptsAndResources(t *testing.T) {
 // legacy upstream through the gateway: the upstream's resources/updated
 // reaches them.
 func TestResourceUpdates(t *testing.T) {
+	t.Parallel()
 	_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{
 		{Name: "notes", URL: serveEra(t, notesServer(), legacy)},
 		{Name: "files", URL: filesServer(t)},
@@ -194,6 +196,7 @@ func hang(t *testing.T) string {
 // never answers beside a working one: the working one serves at once, the
 // dead one is reported down in health, and nothing waits for it.
 func TestDeadUpstreamDoesNotBlock(t *testing.T) {
+	t.Parallel()
 	g, err := gateway.New(&gateway.Options{Logger: testLogger(t), Upstreams: []gateway.UpstreamSpec{
 		{Name: "dead", URL: hang(t), ConnectTimeout: 300 * time.Millisecond, ProbeTimeout: 100 * time.Millisecond,
 			Restart: upstream.Restart{Initial: time.Hour}},
@@ -227,6 +230,7 @@ func TestDeadUpstreamDoesNotBlock(t *testing.T) {
 // TestLazyUpstream checks that a lazy upstream connects only when a client
 // first lists, then serves.
 func TestLazyUpstream(t *testing.T) {
+	t.Parallel()
 	g, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{
 		{Name: "files", URL: filesServer(t)},
 		{Name: "lazy", URL: filesServer(t), Lazy: true},
@@ -274,6 +278,7 @@ func (b *blockingServer) server() *mcp.Server {
 // TestGracefulShutdown stops the gateway while a call is in flight: the
 // call finishes with its result before Serve returns.
 func TestGracefulShutdown(t *testing.T) {
+	t.Parallel()
 	b := newBlocking()
 	g, err := gateway.New(&gateway.Options{Logger: testLogger(t), Upstreams: []gateway.UpstreamSpec{{Name: "blocking", URL: serveEra(t, b.server(), modern)}}})
 	if err != nil {
@@ -326,6 +331,7 @@ func TestGracefulShutdown(t *testing.T) {
 // learns it from the end of the request, which its server must propagate
 // to the handler, as this one is told to.)
 func TestCancellation(t *testing.T) {
+	t.Parallel()
 	for _, upEra := range []string{modern, legacy} {
 		b := newBlocking()
 		s := b.server()
@@ -361,6 +367,7 @@ func TestCancellation(t *testing.T) {
 // TestStdioClient serves the gateway to one client over stdio, as a
 // desktop client that starts it as a process would.
 func TestStdioClient(t *testing.T) {
+	t.Parallel()
 	g, err := gateway.New(&gateway.Options{Logger: testLogger(t), Upstreams: []gateway.UpstreamSpec{{Name: "files", URL: filesServer(t)}}})
 	if err != nil {
 		t.Fatal(err)

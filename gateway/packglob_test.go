@@ -13,6 +13,7 @@ import (
 // TestPackSchemaNames: the configuration schema offers exactly the packs
 // shipped.
 func TestPackSchemaNames(t *testing.T) {
+	t.Parallel()
 	var schema struct {
 		Defs map[string]struct {
 			Properties map[string]struct {

@@ -6,6 +6,7 @@ import (
 )
 
 func TestPage(t *testing.T) {
+	t.Parallel()
 	g := &Gateway{opts: Options{PageSize: 2}}
 	from, to, next, err := g.page(7, "", 5)
 	if err != nil || from != 0 || to != 2 || next == "" {

@@ -171,6 +171,7 @@ func approvePin(t testing.TB, spec, approver, server, tool, fingerprint string) 
 // it too; preflight pins approve, run against the same SQLite file,
 // releases it in both running gateways without a restart.
 func TestPinStrictOnTheWire(t *testing.T) {
+	t.Parallel()
 	up := newRugServer(t)
 	path := filepath.Join(t.TempDir(), "pins.db")
 	store, err := sqlstore.Open(context.Background(), "sqlite:"+path)
@@ -272,6 +273,7 @@ func TestPinStrictOnTheWire(t *testing.T) {
 // change that removes caution quarantines the tool; an approval on the
 // page (gateway.PinsPage) releases it.
 func TestPinWarnOnTheWire(t *testing.T) {
+	t.Parallel()
 	up := newRugServer(t)
 	store := pin.NewMemoryStore(0)
 	p := pin.New(store, &pin.Options{Mode: func(string) pin.Mode { return pin.ModeWarn }})
@@ -329,6 +331,7 @@ func TestPinWarnOnTheWire(t *testing.T) {
 // TestPinOffOnTheWire: a server whose pin is off is neither pinned nor
 // checked: its changed tool is served and callable.
 func TestPinOffOnTheWire(t *testing.T) {
+	t.Parallel()
 	up := newRugServer(t)
 	store := pin.NewMemoryStore(0)
 	_, url := pinnedGateway(t, up.url, store, pin.ModeOff)

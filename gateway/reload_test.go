@@ -55,6 +55,7 @@ func reload(t *testing.T, g *gateway.Gateway, opts *gateway.Options) {
 // A second reload removes the added one: its tools go, with another
 // list_changed.
 func TestReloadUpstreams(t *testing.T) {
+	t.Parallel()
 	keep, change := childSpec(t, "keep", ""), childSpec(t, "change", "")
 	opts := &gateway.Options{Upstreams: []gateway.UpstreamSpec{keep, change}}
 	g, url := startGateway(t, opts)
@@ -128,6 +129,7 @@ func slowServer(entered chan<- struct{}, release <-chan struct{}) *mcp.Server {
 // once, and the upstream's session is closed only after the call ended.
 // Both client eras.
 func TestReloadRemoveInFlight(t *testing.T) {
+	t.Parallel()
 	for _, era := range []string{legacy, modern} {
 		t.Run(era, func(t *testing.T) {
 			entered, release := make(chan struct{}, 1), make(chan struct{})
@@ -251,6 +253,7 @@ func TestReloadRules(t *testing.T) {
 // gateway not started cannot be reloaded; options that need a restart are
 // logged as such.
 func TestReloadRefused(t *testing.T) {
+	t.Parallel()
 	proc := childSpec(t, "proc", "")
 	rec := &recorder{}
 	opts := &gateway.Options{Logger: slog.New(rec), Upstreams: []gateway.UpstreamSpec{proc}}
@@ -290,6 +293,7 @@ func TestReloadRefused(t *testing.T) {
 // the other: calls are gated by the new set at once, clients are told the
 // list changed, and neither upstream is restarted.
 func TestReloadDisclosure(t *testing.T) {
+	t.Parallel()
 	a, b := childSpec(t, "a", ""), childSpec(t, "b", "")
 	opts := &gateway.Options{Upstreams: []gateway.UpstreamSpec{a, b}, Disclosure: &gateway.Disclosure{Servers: []string{"a"}}}
 	g, url := startGateway(t, opts)

@@ -153,6 +153,7 @@ func has(names []string, n string) bool {
 // restarts it and its tools come back (another list_changed). Its stderr
 // reaches the log line by line.
 func TestUpstreamRestart(t *testing.T) {
+	t.Parallel()
 	refuse := filepath.Join(t.TempDir(), "refuse")
 	rec := &recorder{}
 	g, url := startGateway(t, &gateway.Options{Logger: slog.New(rec), Upstreams: []gateway.UpstreamSpec{

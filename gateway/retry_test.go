@@ -248,6 +248,7 @@ func callArgs(name, action, key string, value int) map[string]any {
 // Then /metrics, scraped over HTTP and parsed, counts these calls,
 // retries, refusals and the upstream's restarts.
 func TestRetryStdio(t *testing.T) {
+	t.Parallel()
 	r := newLedgerRig(t, nil)
 	peers := map[string]*wiretest.Peer{modern: wiretest.Stateless(r.url, nil), legacy: wiretest.Legacy(r.url, nil)}
 	defer peers[legacy].Close()
@@ -389,6 +390,7 @@ func value(m *dto.Metric) float64 {
 // test), the first idempotent call killed mid-call is retried, and the
 // second is not: the budget is spent, the client is told so.
 func TestRetryBudget(t *testing.T) {
+	t.Parallel()
 	r := newLedgerRig(t, &forward.RetryPolicy{Budget: 1, Refill: time.Hour})
 	p := wiretest.Stateless(r.url, nil)
 	r.arm(t)
@@ -443,6 +445,7 @@ func (f *failing) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // for one that is not (outcome unknown, no effect), in both eras (a
 // 2026-07-28 client's call takes the passthrough path).
 func TestRetryHTTP5xx(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	f := &failing{next: endpoint.NewHandler(newLedger(dir, nil), nil)}
 	f.armed.Store(-1 << 20)
@@ -483,6 +486,7 @@ func TestRetryHTTP5xx(t *testing.T) {
 // TestMetricsCardinality: 10,000 calls of distinct tool names the catalog
 // does not have add one series, under tool="unknown".
 func TestMetricsCardinality(t *testing.T) {
+	t.Parallel()
 	_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{{Name: "files", URL: filesServer(t)}}})
 	const n = 10000
 	var wg sync.WaitGroup
@@ -515,6 +519,7 @@ func TestMetricsCardinality(t *testing.T) {
 
 // TestMetricsOff: with metrics off, /metrics is not served.
 func TestMetricsOff(t *testing.T) {
+	t.Parallel()
 	_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{{Name: "files", URL: filesServer(t)}},
 		Metrics: &gateway.MetricsOptions{Off: true}})
 	resp, err := http.Get(strings.TrimSuffix(url, gateway.MCPPath) + gateway.MetricsPath)
@@ -536,6 +541,7 @@ func TestMetricsOff(t *testing.T) {
 // message, then an error saying the outcome is unknown and the call was
 // not retried.
 func TestPassthroughCut(t *testing.T) {
+	t.Parallel()
 	f := &failing{next: endpoint.NewHandler(newLedger(t.TempDir(), nil), nil)}
 	_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{{Name: "led", URL: serveHTTP(t, f)}}})
 	p := wiretest.Stateless(url, nil)
@@ -568,6 +574,7 @@ func TestPassthroughCut(t *testing.T) {
 // idempotent by its resolution, which then takes effect once, and not for
 // one that is not (outcome unknown).
 func TestRetryTimeout(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// A blocked call waits for its context (which the upstream's server
 	// may not cancel when the gateway gives up) or the end of the test.

@@ -79,6 +79,7 @@ func legacyToolServer(cancelled chan<- struct{}) *mcp.Server {
 // only; a cancelled call is cancelled upstream; a request the SDK would
 // refuse (an unknown session, repeated keys) is the SDK's.
 func TestLegacySessionPassthrough(t *testing.T) {
+	t.Parallel()
 	cancelled := make(chan struct{}, 1)
 	s := legacyToolServer(cancelled)
 	rec := &bodyRecorder{next: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)}

@@ -60,6 +60,7 @@ func rawAs(t *testing.T, method, url, token, session, body string) (int, string)
 // request id), end her session (DELETE) or call in it: each is answered
 // 404, as for an unknown session, and her call completes.
 func TestSessionIsItsOpeners(t *testing.T) {
+	t.Parallel()
 	a, tokens := staticTokens(t, "alice", "bob")
 	started, release := make(chan struct{}, 1), make(chan struct{})
 	_, url := startGateway(t, &gateway.Options{Auth: a, Upstreams: []gateway.UpstreamSpec{{Name: "up", Connect: inMemory(holder(started, release))}}})
@@ -105,6 +106,7 @@ func TestSessionIsItsOpeners(t *testing.T) {
 // legacy sessions; the next is refused with an error that says what to
 // do, while bob still opens one; once alice ends one, she opens another.
 func TestSessionsCappedPerPrincipal(t *testing.T) {
+	t.Parallel()
 	a, tokens := staticTokens(t, "alice", "bob")
 	_, url := startGateway(t, &gateway.Options{Auth: a, MaxSessions: 8, MaxSessionsPerPrincipal: 3,
 		Upstreams: []gateway.UpstreamSpec{{Name: "files", URL: filesServer(t)}}})
@@ -181,6 +183,7 @@ func getOps(t *testing.T, url, path, host, token string) (int, string) {
 // (421); with auth, /metrics needs a client's token (401 without), and
 // /healthz without one says the status alone, for probes.
 func TestOpsEndpointsGuarded(t *testing.T) {
+	t.Parallel()
 	const name = "secret-upstream-name"
 	t.Run("anonymous", func(t *testing.T) {
 		_, url := startGateway(t, &gateway.Options{Upstreams: []gateway.UpstreamSpec{{Name: name, URL: filesServer(t)}}})

@@ -73,6 +73,7 @@ func runStreamer() int {
 // call in flight and never answers it; over stdio, HTTP and in memory,
 // for clients of both eras. Serve gives the call its grace first.
 func TestCloseWhileUpstreamStreams(t *testing.T) {
+	t.Parallel()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -166,6 +167,7 @@ func closeWhileStreaming(t *testing.T, up gateway.UpstreamSpec, era string, star
 // TestCloseAbandonsWhatHangs: a store that never finishes closing holds
 // Close no longer than CloseTimeout; the log names what was abandoned.
 func TestCloseAbandonsWhatHangs(t *testing.T) {
+	t.Parallel()
 	stuck := make(chan struct{})
 	t.Cleanup(func() { close(stuck) }) // lets the abandoned goroutine end before goleak looks
 	var logged lockedLog

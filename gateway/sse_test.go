@@ -17,6 +17,7 @@ import (
 // HTTP+SSE transport: its tools are listed and called, and its question
 // (a request in the middle of the call) reaches clients of both eras.
 func TestSSEUpstream(t *testing.T) {
+	t.Parallel()
 	dir, root := foldersRoot(t)
 	s := foldertool.NewServer(root, nil)
 	t.Cleanup(func() {

@@ -89,6 +89,7 @@ func refusedAsAmbiguous(err error, forms ...string) bool {
 // alone, and gets its resources/updated under the URI it subscribed to,
 // in both eras.
 func TestResourceSubscriptionsPerUpstream(t *testing.T) {
+	t.Parallel()
 	for _, era := range []string{modern, legacy} {
 		var subsA, subsB atomic.Int64
 		a := uriServer("a", &subsA, []string{"file:///x"})
@@ -143,6 +144,7 @@ func TestResourceSubscriptionsPerUpstream(t *testing.T) {
 // listed under their namespaced forms and each reaches its owner; when
 // the other stops, it is served as it is again. Both eras.
 func TestResourceListChangedRemapsURIs(t *testing.T) {
+	t.Parallel()
 	for _, era := range []string{modern, legacy} {
 		var subs atomic.Int64
 		a := uriServer("a", &subs, []string{"file:///x"})

@@ -317,6 +317,7 @@ var walkMethods = []string{call.ToolsCall, call.ToolsResolve, call.PromptsGet, c
 // the gateway sends the upstream of its own accord (housekeeping) is
 // accounted for by name, and anything else fails the test.
 func TestEveryMethodCrossesTheChain(t *testing.T) {
+	t.Parallel()
 	for _, upEra := range []string{legacy, modern} {
 		t.Run("upstream "+upEra, func(t *testing.T) {
 			url, rec, log := walkGateway(t, upEra)
@@ -541,6 +542,7 @@ func walk(t *testing.T, url, upEra, clientEra string, rec *walkRecorder, log *wa
 // with that context: it never leaves ("upstream unsubscribe failed:
 // context canceled" in the log), and the gateway stays subscribed.
 func TestLastUnsubscribeReachesTheUpstream(t *testing.T) {
+	t.Parallel()
 	for _, upEra := range []string{legacy, modern} {
 		t.Run("upstream "+upEra, func(t *testing.T) {
 			url, rec, log := walkGateway(t, upEra)

@@ -52,6 +52,7 @@ var countdownRE = regexp.MustCompile(`lapses|\bin \d+[smhd]\b`)
 // approval) says its state, who decided and when, on its own page and in
 // the list of requests, and never counts down.
 func TestPageDecidedRequestSaysWhen(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	alice := approval.Approver{Principal: "alice", Name: "Alice"}
 	req := func(id string, st approval.State, created, expires, decided, used time.Time) *approval.Request {
@@ -139,6 +140,7 @@ func TestPageDecidedRequestSaysWhen(t *testing.T) {
 // plain sentence that names what the call acts on, with the gateway's own
 // reason in a smaller line beneath.
 func TestPageReasonsInWords(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil)
 	b := f.browser()
 	b.signIn()

@@ -42,6 +42,7 @@ func sessionCookie(t *testing.T, h http.Header) *http.Cookie {
 // sets an HttpOnly, SameSite=Strict session cookie; the token cannot be
 // used twice.
 func TestLoginWithToken(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil)
 	b := f.browser()
 	for _, p := range []string{"/", "/approvals", "/audit", "/tools", "/pins", "/fragments/pending"} {
@@ -99,6 +100,7 @@ func TestLoginWithToken(t *testing.T) {
 // session leads through sign-in back to that request (the URL-mode
 // elicitation's address), and only ever to a path of the page.
 func TestLoginReturnsToTheApproval(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil)
 	req := f.ask("", "manage_files", `{"path":"a.txt"}`)
 	b := f.browser()
@@ -132,6 +134,7 @@ func TestLoginReturnsToTheApproval(t *testing.T) {
 // from another origin or another site is refused and changes nothing; the
 // form as the page sends it works.
 func TestCSRF(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil)
 	b := f.browser()
 	csrf := b.signIn()
@@ -178,6 +181,7 @@ func TestCSRF(t *testing.T) {
 // decides them; a replayed decision is a conflict, a forged id or another
 // principal's request is not found, and nothing changes.
 func TestApproveAndDeny(t *testing.T) {
+	t.Parallel()
 	alice := &page.Identity{Principal: "alice", Name: "Alice"}
 	f := newFixture(t, &fixtureOptions{identity: alice})
 	b := f.browser()
@@ -245,6 +249,7 @@ var nonceRE = regexp.MustCompile(`'nonce-([A-Za-z0-9_-]+)'`)
 // way the page's inline style and script run; the page loads nothing from
 // elsewhere.
 func TestSecurityHeaders(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil)
 	b := f.browser()
 	b.signIn()
@@ -284,6 +289,7 @@ func TestSecurityHeaders(t *testing.T) {
 // TestHosts: by default only loopback host names are served (a DNS
 // rebinding page cannot address it); Hosts lists others.
 func TestHosts(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil)
 	for host, want := range map[string]int{
 		"evil.example": http.StatusMisdirectedRequest, "evil.example:80": http.StatusMisdirectedRequest, "10.0.0.1": http.StatusMisdirectedRequest,
@@ -314,6 +320,7 @@ func TestHosts(t *testing.T) {
 // TestServerTextIsEscaped: tool names, arguments and reasons that hold
 // markup appear as text on every page that shows them.
 func TestServerTextIsEscaped(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil)
 	b := f.browser()
 	b.signIn()
@@ -344,6 +351,7 @@ func TestServerTextIsEscaped(t *testing.T) {
 // TestAuditPage: filters narrow the log, a bad filter says what is
 // expected, and a viewer who is not an admin sees only their own calls.
 func TestAuditPage(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	alice := &page.Identity{Principal: "alice"}
 	for _, admin := range []bool{true, false} {
@@ -384,6 +392,7 @@ func TestAuditPage(t *testing.T) {
 
 // TestToolsPage shows the effective safety of a real catalog's tools.
 func TestToolsPage(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil)
 	b := f.browser()
 	b.signIn()
@@ -398,6 +407,7 @@ func TestToolsPage(t *testing.T) {
 // TestPinsPage: quarantined tools are listed first with what changed; only
 // an admin approves a new definition, by its digest, with the CSRF token.
 func TestPinsPage(t *testing.T) {
+	t.Parallel()
 	for _, admin := range []bool{false, true} {
 		f := newFixture(t, &fixtureOptions{identity: &page.Identity{Principal: "alice", Admin: admin}})
 		b := f.browser()
@@ -429,6 +439,7 @@ func TestPinsPage(t *testing.T) {
 
 // TestLogout ends the session for good.
 func TestLogout(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil)
 	b := f.browser()
 	csrf := b.signIn()
@@ -451,6 +462,7 @@ func TestLogout(t *testing.T) {
 // their own sessions in one browser: signing in to one leaves the other
 // signed in.
 func TestCookiePerGateway(t *testing.T) {
+	t.Parallel()
 	one, two := newFixture(t, nil), newFixture(t, nil)
 	jar, _ := cookiejar.New(nil)
 	signIn := func(f *fixture) *browser {
@@ -476,6 +488,7 @@ func TestCookiePerGateway(t *testing.T) {
 // TestSecureCookie: over TLS the session cookie is Secure and
 // host-bound (__Host-).
 func TestSecureCookie(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, &fixtureOptions{tls: true})
 	b := f.browser()
 	link, _ := f.login.NewLink(f.srv.URL)
@@ -494,6 +507,7 @@ func TestSecureCookie(t *testing.T) {
 // full store drops the oldest session of the principal holding the most,
 // never an admin's for another's sign-in, and forgets expired ones.
 func TestSessionsBounded(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	m := page.NewMemSessions(&page.MemSessionsOptions{Max: 3, PerPrincipal: 2})
 	now := time.Now()
@@ -549,6 +563,7 @@ func TestSessionsBounded(t *testing.T) {
 // principal drop only that principal's oldest sessions: the operator's
 // session (the login link) and another principal's stay signed in.
 func TestSignInsCannotEvictTheOperator(t *testing.T) {
+	t.Parallel()
 	link := page.NewTokenLogin(nil)
 	h, err := page.New(page.NewCredentialLogin(&page.CredentialLoginOptions{
 		Link: link,
@@ -596,6 +611,7 @@ func TestSignInsCannotEvictTheOperator(t *testing.T) {
 // TestTokenLoginBounds: tokens lapse after their TTL, and minting past the
 // bound drops the oldest.
 func TestTokenLoginBounds(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		l := page.NewTokenLogin(&page.TokenLoginOptions{TTL: time.Hour, MaxTokens: 2})
 		valid := func(link string) bool {
@@ -625,6 +641,7 @@ func TestTokenLoginBounds(t *testing.T) {
 // once, until it expires; a link under another key, a tampered one, or one
 // for a login without the key does not.
 func TestSignedLink(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		key := []byte("0123456789abcdef0123456789abcdef")
 		l := page.NewTokenLogin(&page.TokenLoginOptions{Key: key})
@@ -678,6 +695,7 @@ func TestSignedLink(t *testing.T) {
 
 // TestPrefix serves the page under a path, links and redirects included.
 func TestPrefix(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, &fixtureOptions{opts: page.Options{Prefix: "/ui/"}})
 	b := f.browser()
 	if r := b.get("/ui/"); r.status != http.StatusSeeOther || r.header.Get("Location") != "/ui/login" {
@@ -704,6 +722,7 @@ func TestPrefix(t *testing.T) {
 // store and the notifier; a call waits on replica b, a person approves on
 // replica a's page, and the wait on b returns approved.
 func TestApprovalOnThePageOfAnotherReplica(t *testing.T) {
+	t.Parallel()
 	store := approval.NewMemStore(nil)
 	bus := approval.NewLocalNotifier()
 	a := approval.New(store, &approval.Options{Notifier: bus, Recheck: time.Hour})

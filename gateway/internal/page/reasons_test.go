@@ -16,6 +16,7 @@ import (
 // reason as given stays beside it. A deployer's own reason is shown as
 // written, after what the gateway does.
 func TestPageReasonWords(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		verdict, reason, target string
 		plain, technical        string
@@ -73,6 +74,7 @@ func TestPageReasonWords(t *testing.T) {
 // arguments shown (never a withheld one, nor an object), with the end of
 // a long path kept and control and bidirectional characters escaped.
 func TestPageReasonTargets(t *testing.T) {
+	t.Parallel()
 	long := "projects/2026/quarterly-reports/finance/departments/engineering/config/overrides.yaml"
 	for _, tc := range []struct {
 		args []approval.Arg

@@ -43,6 +43,7 @@ func sortPairs(p [][2]int) {
 }
 
 func TestKeywordMatcher(t *testing.T) {
+	t.Parallel()
 	keywords := []string{"key", "api", "apikey", "he", "she", "hers", "his", "-----begin", "s."}
 	m, err := newKeywordMatcher(keywords)
 	if err != nil {
@@ -72,6 +73,7 @@ func TestKeywordMatcher(t *testing.T) {
 // TestKeywordMatcherRandom compares the matcher with brute force on the
 // keywords of the default rules and random texts built from their bytes.
 func TestKeywordMatcherRandom(t *testing.T) {
+	t.Parallel()
 	rs := testRules(t)
 	rng := rand.New(rand.NewPCG(3, 4))
 	for range 200 {
@@ -99,6 +101,7 @@ func TestKeywordMatcherRandom(t *testing.T) {
 }
 
 func TestKeywordMatcherRefusesUpperCase(t *testing.T) {
+	t.Parallel()
 	if _, err := newKeywordMatcher([]string{"Key"}); err == nil {
 		t.Error("an upper-case keyword was accepted")
 	}

@@ -8,6 +8,7 @@ import (
 )
 
 func TestSensitiveName(t *testing.T) {
+	t.Parallel()
 	for name, want := range map[string]bool{
 		"password": true, "Password": true, "db_password": true, "pass-phrase": true, "API Key": true,
 		"apiKey": true, "client_secret": true, "Authorization": true, "session-token": true, "Cookie": true,
@@ -24,6 +25,7 @@ func TestSensitiveName(t *testing.T) {
 // that holds it, each text says its kinds, and a private-key match that
 // spans a command stays in clear, reported as implausible.
 func TestReplaceSecrets(t *testing.T) {
+	t.Parallel()
 	const token = "ghp_R7tW1vB6nC0yH5jD3sA2eU1k8f3kK2mZ9qL4"
 	got, ok := redact.ReplaceSecrets([]string{"token=" + token, "no secret here", "again " + token})
 	if !ok {

@@ -44,6 +44,7 @@ func hexByte(c byte) string {
 }
 
 func TestDisguisedSecretsAreRedacted(t *testing.T) {
+	t.Parallel()
 	r := newRedactor(t, nil)
 	ghp := "ghp_" + token(21, alnum, 36)
 	for name, spelled := range disguises(ghp) {
@@ -62,6 +63,7 @@ func TestDisguisedSecretsAreRedacted(t *testing.T) {
 }
 
 func TestFoldMapsSpansBack(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{"a%41b", "aAb"},
 		{"x\u200by", "xy"},
@@ -122,6 +124,7 @@ func FuzzFold(f *testing.F) {
 }
 
 func TestSecretSplitAcrossTextBlocks(t *testing.T) {
+	t.Parallel()
 	r := newRedactor(t, nil)
 	ghp := "ghp_" + token(22, alnum, 36)
 	aws := "AKIA" + "LALEMEL33243OLIB"
@@ -152,6 +155,7 @@ func TestSecretSplitAcrossTextBlocks(t *testing.T) {
 }
 
 func TestMetaAndAnnotationsAreRedacted(t *testing.T) {
+	t.Parallel()
 	r := newRedactor(t, nil)
 	ghp := "ghp_" + token(23, alnum, 36)
 	res := &mcp.CallToolResult{

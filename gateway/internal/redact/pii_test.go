@@ -32,6 +32,7 @@ func runPII(t *testing.T, kind string, scan func(string, func(int, int)), cases 
 }
 
 func TestEmails(t *testing.T) {
+	t.Parallel()
 	runPII(t, "email", scanEmails, []piiCase{
 		{"jane.doe@example.com", []string{"jane.doe@example.com"}},
 		{"contact: <a.b+tag@mail.example.co.uk>.", []string{"a.b+tag@mail.example.co.uk"}},
@@ -56,6 +57,7 @@ func TestEmails(t *testing.T) {
 }
 
 func TestPhones(t *testing.T) {
+	t.Parallel()
 	budget := 1 << 30
 	us := func(t string, emit func(int, int)) { phoneScanner{region: "US"}.scan(t, digitRuns(t), &budget, emit) }
 	runPII(t, "phone", us, []piiCase{
@@ -91,6 +93,7 @@ func TestPhones(t *testing.T) {
 }
 
 func TestCards(t *testing.T) {
+	t.Parallel()
 	runPII(t, "payment-card", withRuns(scanCards), []piiCase{
 		{"4111111111111111", []string{"4111111111111111"}},
 		{"card: 4111 1111 1111 1111.", []string{"4111 1111 1111 1111"}},
@@ -121,6 +124,7 @@ func TestCards(t *testing.T) {
 }
 
 func TestLuhn(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		digits string
 		ok     bool
@@ -138,6 +142,7 @@ func TestLuhn(t *testing.T) {
 }
 
 func TestIBANs(t *testing.T) {
+	t.Parallel()
 	runPII(t, "iban", withRuns(scanIBANs), []piiCase{
 		{"DE89 3704 0044 0532 0130 00", []string{"DE89 3704 0044 0532 0130 00"}},
 		{"IBAN: DE89370400440532013000.", []string{"DE89370400440532013000"}},
@@ -157,6 +162,7 @@ func TestIBANs(t *testing.T) {
 }
 
 func TestMod97(t *testing.T) {
+	t.Parallel()
 	// The example of ISO 13616-1, and the same with a digit changed.
 	if !mod97([]byte("GB82WEST12345698765432")) {
 		t.Error("GB82WEST12345698765432 fails mod 97")
@@ -167,6 +173,7 @@ func TestMod97(t *testing.T) {
 }
 
 func TestSSNs(t *testing.T) {
+	t.Parallel()
 	runPII(t, "us-ssn", withRuns(scanSSNs), []piiCase{
 		{"SSN 123-45-6789.", []string{"123-45-6789"}},
 		{"536 90 4399", []string{"536 90 4399"}},
@@ -189,6 +196,7 @@ func TestSSNs(t *testing.T) {
 }
 
 func TestIPv4(t *testing.T) {
+	t.Parallel()
 	runPII(t, "ipv4", withRuns(scanIPv4), []piiCase{
 		{"from 192.168.1.20, then", []string{"192.168.1.20"}},
 		{"10.0.0.1 8.8.8.8", []string{"10.0.0.1", "8.8.8.8"}},

@@ -93,6 +93,7 @@ func marshal(t testing.TB, v any) string {
 }
 
 func TestSecretsRedacted(t *testing.T) {
+	t.Parallel()
 	r := newRedactor(t, nil)
 	for _, s := range secretSamples() {
 		t.Run(s.kind, func(t *testing.T) {
@@ -114,6 +115,7 @@ func TestSecretsRedacted(t *testing.T) {
 // The rule set's allowlists are part of it: AWS's documentation key is a
 // placeholder to gitleaks, and so it is here.
 func TestSecretsAllowlisted(t *testing.T) {
+	t.Parallel()
 	r := newRedactor(t, &Options{Kinds: []Kind{Secrets}})
 	for _, s := range []string{
 		"aws_access_key_id = AKIAIOSFODNN7EXAMPLE",
@@ -130,6 +132,7 @@ func TestSecretsAllowlisted(t *testing.T) {
 // A "gitleaks:allow" comment is the text's author's to write, and the
 // author of a result is the server: it does not stop redaction.
 func TestGitleaksAllowCommentIgnored(t *testing.T) {
+	t.Parallel()
 	r := newRedactor(t, nil)
 	ghp := "ghp_" + token(6, alnum, 36)
 	out, _ := r.Result(textResult("token = "+ghp+" # gitleaks:allow"), hints.SensitivityConfidential)
@@ -139,6 +142,7 @@ func TestGitleaksAllowCommentIgnored(t *testing.T) {
 }
 
 func TestPersonalDataRedacted(t *testing.T) {
+	t.Parallel()
 	r := newRedactor(t, &Options{Kinds: []Kind{Email, Phone, PaymentCard, IBAN, USSSN, IPv4}})
 	in := "Jane (jane.doe@example.com, +44 20 7946 0958) paid with 4111 1111 1111 1111 " +
 		"from DE89 3704 0044 0532 0130 00; SSN 123-45-6789; seen from 192.168.1.20. " +
@@ -158,6 +162,7 @@ func TestPersonalDataRedacted(t *testing.T) {
 
 // Only the configured kinds are looked for; IPv4 is not a default.
 func TestKinds(t *testing.T) {
+	t.Parallel()
 	in := "jane@example.com 4111111111111111 10.0.0.1"
 	for _, c := range []struct {
 		kinds []Kind
@@ -175,6 +180,7 @@ func TestKinds(t *testing.T) {
 }
 
 func TestLevels(t *testing.T) {
+	t.Parallel()
 	in := "reach jane@example.com"
 	type action int
 	const (
@@ -247,6 +253,7 @@ func richResult(t testing.TB) *mcp.CallToolResult {
 }
 
 func TestEveryPlaceRedacted(t *testing.T) {
+	t.Parallel()
 	r := newRedactor(t, nil)
 	res := richResult(t)
 	before := marshal(t, res)
@@ -290,6 +297,7 @@ func TestEveryPlaceRedacted(t *testing.T) {
 // output schema send it, is redacted as the structured content is,
 // whatever JSON escaping the server used.
 func TestMirroredTextMatchesStructured(t *testing.T) {
+	t.Parallel()
 	r := newRedactor(t, nil)
 	data, err := os.ReadFile("testdata/issue.json")
 	if err != nil {
@@ -336,6 +344,7 @@ func TestMirroredTextMatchesStructured(t *testing.T) {
 // A text that is JSON stays JSON: a card number given as a number becomes
 // a string.
 func TestJSONTextStaysJSON(t *testing.T) {
+	t.Parallel()
 	r := newRedactor(t, nil)
 	in := `{"pan": 4111111111111111, "n": [1, -2.5e3], "s": "4111 1111 1111 1111"}`
 	out, _ := r.Result(textResult(in), hints.SensitivityConfidential)
@@ -354,6 +363,7 @@ func TestJSONTextStaysJSON(t *testing.T) {
 // A text that is JSON is read decoded: an address at the start of a line
 // is "\njane@..." there, not the address "njane@...".
 func TestJSONTextReadDecoded(t *testing.T) {
+	t.Parallel()
 	r := newRedactor(t, nil)
 	in := `{"body": "Hello,\njane@example.com\tand\r\nbob@example.org"}`
 	out, rep := r.Result(textResult(in), hints.SensitivityConfidential)
@@ -367,6 +377,7 @@ func TestJSONTextReadDecoded(t *testing.T) {
 }
 
 func TestUntouchedIsTheSameResult(t *testing.T) {
+	t.Parallel()
 	r := newRedactor(t, nil)
 	for _, c := range []struct {
 		name  string
@@ -392,6 +403,7 @@ func TestUntouchedIsTheSameResult(t *testing.T) {
 }
 
 func TestWithheld(t *testing.T) {
+	t.Parallel()
 	r := newRedactor(t, nil)
 	res := richResult(t)
 	out, rep := r.Result(res, hints.SensitivityRestricted)
@@ -413,6 +425,7 @@ func TestWithheld(t *testing.T) {
 }
 
 func TestTrustAnnotationLabels(t *testing.T) {
+	t.Parallel()
 	label := func(v any) mcp.Meta { return mcp.Meta{trustAnnotations: map[string]any{"sensitive": v}} }
 	in := "reach jane@example.com"
 	for _, c := range []struct {
@@ -466,6 +479,7 @@ func TestTrustAnnotationLabels(t *testing.T) {
 }
 
 func TestMaxBytes(t *testing.T) {
+	t.Parallel()
 	r := newRedactor(t, &Options{MaxBytes: 1024})
 	big := textResult(strings.Repeat("a quiet line of text\n", 60)) // 1260 bytes
 	out, rep := r.Result(big, hints.SensitivityConfidential)
@@ -487,6 +501,7 @@ func TestMaxBytes(t *testing.T) {
 // The report says kinds and counts, and none of the values, whichever way
 // it is printed.
 func TestReportHoldsNoValues(t *testing.T) {
+	t.Parallel()
 	r := newRedactor(t, &Options{Kinds: append(DefaultKinds(), IPv4)})
 	var parts, values []string
 	for _, s := range secretSamples() {
@@ -516,6 +531,7 @@ func TestReportHoldsNoValues(t *testing.T) {
 }
 
 func TestRedactingTwiceChangesNothing(t *testing.T) {
+	t.Parallel()
 	r := newRedactor(t, nil)
 	out, _ := r.Result(richResult(t), hints.SensitivityConfidential)
 	again, rep := r.Result(out, hints.SensitivityConfidential)
@@ -526,6 +542,7 @@ func TestRedactingTwiceChangesNothing(t *testing.T) {
 
 // One Redactor serves concurrent calls (run with -race).
 func TestConcurrentUse(t *testing.T) {
+	t.Parallel()
 	r := newRedactor(t, nil)
 	want := marshal(t, must(r.Result(richResult(t), hints.SensitivityConfidential)))
 	var wg sync.WaitGroup
@@ -550,6 +567,7 @@ func TestConcurrentUse(t *testing.T) {
 func must(res *mcp.CallToolResult, _ Report) *mcp.CallToolResult { return res }
 
 func TestNewRefusesBadOptions(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		opts Options
 		want string
@@ -571,6 +589,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 // keywords, none is only reported with another, all those not limited to
 // file names are compiled, and all but a few are planned (run in windows).
 func TestDefaultRules(t *testing.T) {
+	t.Parallel()
 	cfg, err := defaultConfig()
 	if err != nil {
 		t.Fatal(err)
@@ -602,6 +621,7 @@ func TestDefaultRules(t *testing.T) {
 
 // Passes says, from the bytes, when Result would return a result as it is.
 func TestPasses(t *testing.T) {
+	t.Parallel()
 	plain := []byte(`{"content":[{"type":"text","text":"jane@example.com"}]}`)
 	labelled := []byte(`{"content":[{"type":"text","text":"x","_meta":{"io.modelcontextprotocol/trust-annotations":{"sensitive":true}}}]}`)
 	for _, c := range []struct {
@@ -639,6 +659,7 @@ func TestPasses(t *testing.T) {
 // scan stops when it has read workFactor times MaxBytes, and the result
 // is withheld. (BenchmarkCostly says how long that takes.)
 func TestCostlyResultWithheld(t *testing.T) {
+	t.Parallel()
 	r := newRedactor(t, &Options{MaxBytes: 16 << 10})
 	costly := textResult(strings.Repeat(`password = "aB3dE5gH7jK9mN1pQ"`+"\n", (16<<10)/33))
 	out, rep := r.Result(costly, hints.SensitivityConfidential)
@@ -662,6 +683,7 @@ func TestCostlyResultWithheld(t *testing.T) {
 // matched as gitleaks matches them, and what is redacted is the text as
 // it was.
 func TestFoldingRunes(t *testing.T) {
+	t.Parallel()
 	r := newRedactor(t, &Options{Kinds: []Kind{Secrets}})
 	secret := token(11, alnum, 20)
 	in := "api_\u212Aey = \"" + secret + "\" and \u017Fecret = \"" + token(12, alnum, 20) + "\""
@@ -683,6 +705,7 @@ func TestFoldingRunes(t *testing.T) {
 
 // valueReplacer replaces as strings.Replacer does.
 func TestValueReplacer(t *testing.T) {
+	t.Parallel()
 	olds := []string{"abcd", "abc", "bc", "cd", "x"}
 	var args []string
 	r := &valueReplacer{olds: olds}

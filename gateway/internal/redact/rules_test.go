@@ -32,6 +32,7 @@ func defaultConfig() (config.Config, error) {
 // go.mod requires. After updating gitleaks, copy its config/gitleaks.toml
 // (and LICENSE) into gitleaks/.
 func TestGitleaksRulesCurrent(t *testing.T) {
+	t.Parallel()
 	if !bytes.Equal(gitleaksTOML, []byte(config.DefaultConfig)) {
 		t.Error("gitleaks/gitleaks.toml differs from the config/gitleaks.toml of the gitleaks module go.mod requires: copy it again")
 	}
@@ -42,6 +43,7 @@ func TestGitleaksRulesCurrent(t *testing.T) {
 // keywords, composite and unreported rules, and every allowlist (the rules'
 // and the global ones), check by check.
 func TestGitleaksRulesDecoded(t *testing.T) {
+	t.Parallel()
 	cfg, err := defaultConfig()
 	if err != nil {
 		t.Fatal(err)
@@ -144,6 +146,7 @@ func describeOurs(g *gitleaksRules) configView {
 // The decoder refuses what it does not know rather than reading a rule
 // set other than gitleaks would.
 func TestGitleaksRulesRefused(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ name, file, want string }{
 		{"unknown key", "[[rules]]\nid = 'a'\nregex = 'x'\nvalidate = true\n", "validate"},
 		{"extend", "[extend]\nuseDefault = true\n", "extend"},
@@ -168,6 +171,7 @@ func TestGitleaksRulesRefused(t *testing.T) {
 // A targeted allowlist joins its rules' own, after them, and a stop word
 // is found in any case.
 func TestGitleaksRulesTargeted(t *testing.T) {
+	t.Parallel()
 	g, err := parseGitleaksRules([]byte(`
 [[rules]]
 id = "a"

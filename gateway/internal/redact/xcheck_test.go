@@ -77,6 +77,7 @@ func missing(want, got []string) []string {
 // expression, puts them in the contexts results have (an assignment, JSON,
 // prose, a multi-line log), and compares both scanners.
 func TestScanFindsWhatGitleaksFinds(t *testing.T) {
+	t.Parallel()
 	rs, d := testRules(t), newGitleaks(t)
 	rng := rand.New(rand.NewPCG(1, 2))
 	contexts := []string{

@@ -56,6 +56,7 @@ func fillAudit(t *testing.T, spec string) {
 // filters, unknown outcomes, JSON Lines, sanitized text, -o
 // (TestAuditPostgres asks PostgreSQL the same).
 func TestAudit(t *testing.T) {
+	t.Parallel()
 	spec := "sqlite:" + filepath.Join(t.TempDir(), "audit.db")
 	fillAudit(t, spec)
 	checkAudit(t, spec)
@@ -128,6 +129,7 @@ func checkAudit(t *testing.T, spec string) {
 }
 
 func TestAuditUsageErrors(t *testing.T) {
+	t.Parallel()
 	db := "sqlite:" + filepath.Join(t.TempDir(), "audit.db")
 	for _, tc := range []struct {
 		args []string
@@ -153,6 +155,7 @@ func TestAuditUsageErrors(t *testing.T) {
 // TestAuditCouldNotRun: a store that cannot be opened exits 3 and says
 // why, with no password.
 func TestAuditCouldNotRun(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

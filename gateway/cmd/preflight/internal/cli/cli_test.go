@@ -10,6 +10,7 @@ import (
 )
 
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	code, out, errOut := runMain(t, "help")
 	if code != exitOK || errOut != "" {
 		t.Fatalf("help: exit %d, stderr %q; want 0 and nothing", code, errOut)
@@ -39,6 +40,7 @@ func TestHelp(t *testing.T) {
 // convention: -format with -json short for -format json, -o, and, for a
 // command that talks to a server, -timeout, -url, -header and -era.
 func TestConventions(t *testing.T) {
+	t.Parallel()
 	for _, c := range commands {
 		if c.name == "serve" { // runs until stopped: no report to format, no time limit
 			continue
@@ -70,6 +72,7 @@ func TestConventions(t *testing.T) {
 // TestUsageErrors: a usage error prints the error and one line pointing at
 // the help, nothing else, and exits 2, for every command.
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string // the first line of stderr
@@ -106,6 +109,7 @@ func TestUsageErrors(t *testing.T) {
 // file, for every command, also when lint fails on findings; stdout stays
 // empty and stderr says where the output went.
 func TestOutputFile(t *testing.T) {
+	t.Parallel()
 	url, _ := filesServer(t)
 	dir := t.TempDir()
 	cat := filepath.Join("testdata", "lint-catalog.json")
@@ -146,6 +150,7 @@ func TestOutputFile(t *testing.T) {
 // the same formats, the same errors (exit 3), and an empty catalog is an
 // error, not a pass.
 func TestOneCatalogReader(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	const tools = `[{"name": "get_note", "description": "Reads a note.", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}]`
 	good := map[string]string{

@@ -256,6 +256,7 @@ func connectSorted(s []string) []string {
 // TestConnectDryRun: -dry-run prints both files' changes as unified diffs
 // and writes nothing; so does -undo -dry-run.
 func TestConnectDryRun(t *testing.T) {
+	t.Parallel()
 	home, file, original := connectHome(t, "claude-desktop", "claude-desktop.json")
 	configPath := connectDefaultConfig("claude-desktop", home)
 	code, out, errOut := runMain(t, connectArgs(home, "-dry-run", "claude-desktop")...)
@@ -284,6 +285,7 @@ func TestConnectDryRun(t *testing.T) {
 // starts preflight is left as it is, whatever the entry's name; connect
 // twice is the same refusal.
 func TestConnectAlreadyConnected(t *testing.T) {
+	t.Parallel()
 	for name, entry := range map[string]string{
 		"binary":        `{"command": "/usr/local/bin/preflight", "args": ["serve", "-stdio", "-config", "/etc/gw.yaml"]}`,
 		"windows":       `{"command": "C:\\Tools\\Preflight.EXE", "args": ["serve", "-stdio"]}`,
@@ -332,6 +334,7 @@ func TestConnectAlreadyConnected(t *testing.T) {
 // TestConnectBackupKept: an existing backup is never overwritten without
 // -force; nor is a preflight configuration connect did not write.
 func TestConnectBackupKept(t *testing.T) {
+	t.Parallel()
 	home, file, original := connectHome(t, "cursor", "cursor.json")
 	backup := file + backupSuffix
 	writeFile(t, backup, "an older backup\n")
@@ -360,6 +363,7 @@ func TestConnectBackupKept(t *testing.T) {
 // Codex trusts projects in config.toml), -undo puts the servers back and
 // keeps those changes; when the servers changed, it refuses unless -force.
 func TestConnectUndoAfterChanges(t *testing.T) {
+	t.Parallel()
 	home, file, original := connectHome(t, "claude-code", "claude-code.json")
 	if code, _, errOut := runMain(t, connectArgs(home, "claude-code")...); code != exitOK {
 		t.Fatalf("connect: exit %d, stderr:\n%s", code, errOut)
@@ -422,6 +426,7 @@ func TestConnectUndoAfterChanges(t *testing.T) {
 // TestConnectKeeps: servers preflight does not take over stay in the
 // client's file as they were, and the report says why.
 func TestConnectKeeps(t *testing.T) {
+	t.Parallel()
 	home, file, _ := connectHome(t, "vscode", "vscode.json")
 	data := strings.Replace(string(connectRead(t, file)), `"servers": {`, `"servers": {
     "sandboxed": {"type": "stdio", "command": "npx", "args": ["fs-server"], "sandboxEnabled": true},
@@ -463,6 +468,7 @@ func TestConnectKeeps(t *testing.T) {
 
 // TestConnectErrors: errors name the file and say what to do.
 func TestConnectErrors(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	for _, tc := range []struct {
 		args []string
@@ -508,6 +514,7 @@ func TestConnectErrors(t *testing.T) {
 // TestConnectHelp: preflight help connect names every client, the flags
 // and the exit statuses.
 func TestConnectHelp(t *testing.T) {
+	t.Parallel()
 	code, out, _ := runMain(t, "help", "connect")
 	if code != exitOK {
 		t.Fatalf("exit %d", code)
@@ -556,6 +563,7 @@ func TestConnectServeRefusesItself(t *testing.T) {
 
 // TestConnectDiff: the unified diff of a few edits, as diff -u writes it.
 func TestConnectDiff(t *testing.T) {
+	t.Parallel()
 	a := "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n"
 	b := "1\n2\nthree\n4\n5\n6\n7\n8\n9\n10\n11\n12\nthirteen"
 	want := `--- a
@@ -588,6 +596,7 @@ func TestConnectDiff(t *testing.T) {
 // on one line, a client file that is a symbolic link, Codex servers
 // written as dotted keys or in one [mcp_servers] table.
 func TestConnectShapes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, client, content string
 		want                  []string // in the rewritten file

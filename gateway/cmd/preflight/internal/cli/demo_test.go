@@ -45,6 +45,7 @@ func tableRows(t *testing.T, out, header string) map[string]map[string]string {
 }
 
 func TestDemoText(t *testing.T) {
+	t.Parallel()
 	for _, era := range eras {
 		t.Run(era, func(t *testing.T) {
 			code, out, errOut := runMain(t, "demo", "-era", era)
@@ -80,6 +81,7 @@ func TestDemoText(t *testing.T) {
 }
 
 func TestDemoJSON(t *testing.T) {
+	t.Parallel()
 	for _, era := range eras {
 		t.Run(era, func(t *testing.T) {
 			code, out, errOut := runMain(t, "demo", "-json", "-era", era)

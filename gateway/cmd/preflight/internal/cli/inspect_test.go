@@ -59,6 +59,7 @@ const (
 )
 
 func TestInspectList(t *testing.T) {
+	t.Parallel()
 	url, _ := filesServer(t)
 	for _, era := range eras {
 		t.Run(era, func(t *testing.T) {
@@ -115,6 +116,7 @@ func TestInspectList(t *testing.T) {
 // when destructiveHint is left to its default (true): describe_folder of
 // examples/folders, read-only and nothing else, lists as "ro - - ow".
 func TestInspectListReadOnly(t *testing.T) {
+	t.Parallel()
 	root, err := os.OpenRoot(foldersRoot(t))
 	if err != nil {
 		t.Fatal(err)
@@ -136,6 +138,7 @@ func TestInspectListReadOnly(t *testing.T) {
 }
 
 func TestInspectListSeedShape(t *testing.T) {
+	t.Parallel()
 	url, _ := filesServer(t)
 	code, out, errOut := runMain(t, "inspect", "-url", url, "-shape", "seed")
 	if code != exitOK {
@@ -172,6 +175,7 @@ type resolveDocOut struct {
 }
 
 func TestInspectResolve(t *testing.T) {
+	t.Parallel()
 	url, _ := filesServer(t)
 	for _, era := range eras {
 		for _, shape := range []string{shapeExtension, shapeSeed} {
@@ -222,6 +226,7 @@ func TestInspectResolve(t *testing.T) {
 }
 
 func TestInspectResolveText(t *testing.T) {
+	t.Parallel()
 	url, _ := filesServer(t)
 	code, out, errOut := runMain(t, "inspect", "-url", url, "resolve", filetool.Name, readArgs)
 	if code != exitOK {
@@ -246,6 +251,7 @@ func TestInspectResolveText(t *testing.T) {
 }
 
 func TestInspectCall(t *testing.T) {
+	t.Parallel()
 	for _, era := range eras {
 		t.Run(era, func(t *testing.T) {
 			url, dir := filesServer(t)
@@ -295,6 +301,7 @@ func TestInspectCall(t *testing.T) {
 }
 
 func TestInspectUnknownTool(t *testing.T) {
+	t.Parallel()
 	url, _ := filesServer(t)
 	for _, op := range []string{"resolve", "call"} {
 		code, out, errOut := runMain(t, "inspect", "-url", url, op, "no_such_tool", "{}")
@@ -324,6 +331,7 @@ func TestInspectUnknownTool(t *testing.T) {
 // TestInspectNoResolve inspects a server without tools/resolve: -32601,
 // and the static annotations apply.
 func TestInspectNoResolve(t *testing.T) {
+	t.Parallel()
 	s := mcp.NewServer(&mcp.Implementation{Name: "plain", Version: "v1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "look", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
@@ -346,6 +354,7 @@ func TestInspectNoResolve(t *testing.T) {
 }
 
 func TestInspectUsageErrors(t *testing.T) {
+	t.Parallel()
 	url := "http://127.0.0.1:1/mcp" // never dialled: usage is checked first
 	for _, tc := range []struct {
 		args []string
@@ -377,6 +386,7 @@ func TestInspectUsageErrors(t *testing.T) {
 
 // TestInspectStdio builds the example server and inspects it over stdio.
 func TestInspectStdio(t *testing.T) {
+	t.Parallel()
 	bin := buildExample(t, "files")
 	dir := t.TempDir()
 	file := filepath.Join(dir, "a.txt")
@@ -412,6 +422,7 @@ func TestInspectStdio(t *testing.T) {
 // is refused with a hint that says how to read it, and "read URI call ..."
 // in one run reads it (printing the full definition) and makes the call.
 func TestInspectDisclosed(t *testing.T) {
+	t.Parallel()
 	bin := buildExample(t, "files")
 	const uri = "resource:///tool_descriptions?tools=manage_files"
 	for _, era := range eras {
@@ -494,6 +505,7 @@ func foldersRoot(t *testing.T) string {
 // from -answer (one per question of a chain), -decline, and the terminal
 // (typed, re-asked after a bad answer; the end of the input cancels).
 func TestInspectQuestions(t *testing.T) {
+	t.Parallel()
 	bin := buildExample(t, "folders")
 	for _, era := range eras {
 		for _, transport := range []string{"http", "stdio"} {

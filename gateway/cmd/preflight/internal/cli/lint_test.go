@@ -289,6 +289,7 @@ func (d *lintDoc) checks(tool string) []string {
 // TestLintDefects runs lint against a server with every defect and checks
 // that it fails and names each one, in both protocol eras.
 func TestLintDefects(t *testing.T) {
+	t.Parallel()
 	url := defectServer(t, defectOptions{extCapability: true, seedCapability: true, markers: true})
 	want := map[string][]string{
 		"clean_read":        nil,
@@ -357,6 +358,7 @@ func TestLintDefects(t *testing.T) {
 // TestLintSeverityThreshold checks exit 0 when every finding is below
 // -severity.
 func TestLintSeverityThreshold(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cat := filepath.Join(dir, "c.json")
 	writeFile(t, cat, `{"tools": [{"name": "get_x", "description": "d", "inputSchema": {"type": "object"},
@@ -373,6 +375,7 @@ func TestLintSeverityThreshold(t *testing.T) {
 }
 
 func TestLintMarkerCapability(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		opts defectOptions
@@ -419,6 +422,7 @@ func foldersServer(t *testing.T) string {
 // TestLintExamples: the project's own examples pass lint (exit 0), in
 // both eras; their findings below the threshold are logged.
 func TestLintExamples(t *testing.T) {
+	t.Parallel()
 	files, _ := filesServer(t)
 	for name, url := range map[string]string{"files": files, "folders": foldersServer(t)} {
 		for _, era := range eras {
@@ -440,6 +444,7 @@ func TestLintExamples(t *testing.T) {
 // TestLintStdio lints the files example started over stdio, as a CI job
 // would.
 func TestLintStdio(t *testing.T) {
+	t.Parallel()
 	bin := buildExample(t, "files")
 	code, out, errOut := runMain(t, "lint", "-severity", "info", "--", bin, "-root", t.TempDir())
 	if code != exitOK {
@@ -485,6 +490,7 @@ func writeFile(t *testing.T, path, content string) {
 }
 
 func TestLintExitCodes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	badCfg := filepath.Join(dir, "bad.json")
 	writeFile(t, badCfg, `{"ignore": [{"check": "no-annotations", "tool": "x"}]}`)
@@ -520,6 +526,7 @@ func TestLintExitCodes(t *testing.T) {
 }
 
 func TestLintConfig(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cat := filepath.Join(dir, "c.json")
 	writeFile(t, cat, `{"tools": [{"name": "wipe", "description": "d", "inputSchema": {"type": "object"}, "annotations": {"destructiveHint": true}}]}`)
@@ -587,6 +594,7 @@ func catalogsDir(t *testing.T) string {
 
 // TestLintCatalogs runs lint and docs over every shared catalog.
 func TestLintCatalogs(t *testing.T) {
+	t.Parallel()
 	dir := catalogsDir(t)
 	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 	for _, f := range files {
@@ -626,6 +634,7 @@ func TestLintCatalogs(t *testing.T) {
 // TestLintGolden pins the text output, the JSON output, the checks list
 // and the Markdown and HTML safety tables of a small catalog.
 func TestLintGolden(t *testing.T) {
+	t.Parallel()
 	cat := filepath.Join("testdata", "lint-catalog.json")
 	_, out, _ := runMain(t, "lint", cat, "-severity", "info")
 	golden(t, "lint-catalog.golden", out)
@@ -677,6 +686,7 @@ func disclosingFilesServer(t *testing.T) string {
 // actions with no resolve-failed finding (its minimal listing has an open
 // schema), and a stdio server is started once per run.
 func TestLintDisclosed(t *testing.T) {
+	t.Parallel()
 	url := disclosingFilesServer(t)
 	bin := buildExample(t, "files")
 	for _, era := range eras {

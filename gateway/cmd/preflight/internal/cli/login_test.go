@@ -23,6 +23,7 @@ import (
 // fresh link to the new page, where the request still waits; once
 // approved there, the client's retry runs the delete.
 func TestApprovalSurvivesARestart(t *testing.T) {
+	t.Parallel()
 	del := map[string]any{"name": "files__manage_files", "arguments": map[string]any{"path": "notes.txt", "action": "delete"}}
 	url, data, _, stop := startServe(t)
 	text := toolErrorText(t, wiretest.Stateless(url, nil).Call(t, "tools/call", del))
@@ -68,6 +69,7 @@ func TestApprovalSurvivesARestart(t *testing.T) {
 
 // TestLoginWithoutAGateway: with no gateway running, login says so.
 func TestLoginWithoutAGateway(t *testing.T) {
+	t.Parallel()
 	code, _, errOut := runMain(t, "login", "-data", t.TempDir())
 	if code != exitCouldNotRun || !strings.Contains(errOut, "no gateway's approval page answers") {
 		t.Errorf("login: exit %d: %s", code, errOut)
@@ -137,6 +139,7 @@ func (b *browser) post(u string, form neturl.Values) int {
 // gets no link: the listener cannot prove it holds the gateway's key. A
 // login key others could read is refused.
 func TestLoginOnlyToTheGateway(t *testing.T) {
+	t.Parallel()
 	_, data, _, _ := startServe(t)
 	var got []string
 	squatter := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -167,6 +170,7 @@ func TestLoginOnlyToTheGateway(t *testing.T) {
 // TestLoginKeyMadeOnce: gateways starting together on one state
 // directory share one whole key.
 func TestLoginKeyMadeOnce(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	keys := make(chan []byte, 8)
 	var wg sync.WaitGroup

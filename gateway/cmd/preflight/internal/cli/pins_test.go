@@ -79,6 +79,7 @@ func pinStore(t *testing.T) (spec, pending string) {
 // TestPinsText checks list and show as a person reads them: server text
 // escaped, the approval command spelled out.
 func TestPinsText(t *testing.T) {
+	t.Parallel()
 	spec, pending := pinStore(t)
 	code, out, errOut := runMain(t, "pins", "-store", spec, "list")
 	if code != exitOK || errOut != "" {
@@ -116,6 +117,7 @@ func TestPinsText(t *testing.T) {
 // 1, the right one releases the tool, approving twice is harmless, and
 // approving a tool with nothing pending fails.
 func TestPinsApprove(t *testing.T) {
+	t.Parallel()
 	spec, pending := pinStore(t)
 	code, _, errOut := runMain(t, "pins", "-store", spec, "approve", "files", "delete_file", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
 	if code != exitFailure || !strings.Contains(errOut, "not the one awaiting approval") || !strings.Contains(errOut, "preflight pins show files delete_file") {
@@ -150,6 +152,7 @@ func TestPinsApprove(t *testing.T) {
 
 // TestPinsJSON checks the JSON of list and show, and -o.
 func TestPinsJSON(t *testing.T) {
+	t.Parallel()
 	spec, pending := pinStore(t)
 	out := filepath.Join(t.TempDir(), "pins.json")
 	code, _, errOut := runMain(t, "pins", "-store", spec, "-format", "json", "-o", out, "list")
@@ -187,6 +190,7 @@ func TestPinsJSON(t *testing.T) {
 }
 
 func TestRedactStore(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"sqlite:/var/lib/pins.db":              "sqlite:/var/lib/pins.db",
 		"postgres://preflight@db/pins":         "postgres://preflight@db/pins",

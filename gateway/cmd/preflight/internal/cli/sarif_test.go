@@ -92,6 +92,7 @@ func checkSARIF(out string) error {
 // suppresses a finding, and for a live server whose resolutions break
 // their bounds (results with arguments in their properties).
 func TestLintSARIFSchema(t *testing.T) {
+	t.Parallel()
 	files, _ := filepath.Glob(filepath.Join(catalogsDir(t), "*.json"))
 	results := 0
 	for _, f := range files {
@@ -144,6 +145,7 @@ func TestLintSARIFSchema(t *testing.T) {
 // TestSARIFSchemaRejects shows the validation can fail: each change to a
 // valid log breaks a rule of the schema and is refused.
 func TestSARIFSchemaRejects(t *testing.T) {
+	t.Parallel()
 	cat := filepath.Join("testdata", "lint-catalog.json")
 	_, valid, _ := runMain(t, "lint", "-severity", "info", "-format", "sarif", cat)
 	if err := checkSARIF(valid); err != nil {

@@ -25,6 +25,7 @@ import (
 )
 
 func TestServeHelp(t *testing.T) {
+	t.Parallel()
 	code, out, _ := runMain(t, "help", "serve")
 	if code != exitOK {
 		t.Fatalf("exit %d", code)
@@ -55,6 +56,7 @@ func (b *lockedBuffer) String() string {
 // tools prefixed, answers calls in both eras with one JSON log record per
 // call, reports health, and stops cleanly (exit 0) when interrupted.
 func TestServeBuiltin(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	url, out, stderr, stop := runServe(t, "-http", "127.0.0.1:0", "-data", data)
 	for _, want := range []string{"files    up", "folders  up", "4 tools", "claude mcp add --transport http preflight " + url} {
@@ -158,6 +160,7 @@ func TestServeBuiltin(t *testing.T) {
 }
 
 func TestServeUsageErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -177,6 +180,7 @@ func TestServeUsageErrors(t *testing.T) {
 // configuration watcher and that a first load that fails is the command's
 // error.
 func TestServeConfigSeam(t *testing.T) {
+	t.Parallel()
 	var asked string
 	c := &serveCmd{addr: addrFlag{value: "127.0.0.1:0"}, config: "servers.json", logLevel: "info",
 		watch: func(_ context.Context, path string, _ *config.WatchOptions, _ func(*config.Config, error)) error {
@@ -292,6 +296,7 @@ func startServePrinted(t *testing.T, args ...string) (url, data, printedOut stri
 // stays; with -dry-run the same delete runs and the log records the
 // decision that was not enforced.
 func TestServeDecisions(t *testing.T) {
+	t.Parallel()
 	del := map[string]any{"name": "files__manage_files", "arguments": map[string]any{"path": "notes.txt", "action": "delete"}}
 	t.Run("enforce", func(t *testing.T) {
 		url, data, _, _ := startServe(t)
@@ -342,6 +347,7 @@ func TestServeDecisions(t *testing.T) {
 // whose address and login link are in the log (standard error), never on
 // the protocol's standard output.
 func TestServeStdioDesktop(t *testing.T) {
+	t.Parallel()
 	for _, era := range []string{"2026-07-28", "2025-11-25"} {
 		t.Run(era, func(t *testing.T) {
 			data := filepath.Join(t.TempDir(), "data")

@@ -27,6 +27,7 @@ import (
 // TestEscapeUnsafe: a JSON line keeps its value with the characters
 // text.Sanitize would drop escaped.
 func TestEscapeUnsafe(t *testing.T) {
+	t.Parallel()
 	if got := escapeUnsafe("\"\u202eevil\u0085\u2028\" ok ✓"); got != `"\u202eevil\u0085\u2028" ok ✓` {
 		t.Errorf("escapeUnsafe = %q", got)
 	}
@@ -75,6 +76,7 @@ func mustJSON(t *testing.T, v any) []byte {
 // removed whole, a long line without a newline is bounded, and Flush
 // writes what is left.
 func TestTermWriter(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	w := newTermWriter(&out, textOutput)
 	for _, p := range []string{"a\x1b", "[2", "Kb\n", "c\r", "d"} {
@@ -202,6 +204,7 @@ func checkClean(t *testing.T, what, out string, lines bool) {
 // overrides, over stdio and HTTP: none of it reaches the output, the text
 // itself does (cleaned), and JSON keeps the values exactly.
 func TestHostileServer(t *testing.T) {
+	t.Parallel()
 	ts := httptest.NewServer(endpoint.NewHandler(hostileServer(), nil))
 	t.Cleanup(ts.Close)
 	for transport, server := range map[string][]string{
@@ -277,6 +280,7 @@ func TestHostileServer(t *testing.T) {
 // failed, never as the Go SDK's "-32005 rejected by transport", with exit
 // status 3, by every command that talks to a server.
 func TestNetworkFailures(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -333,6 +337,7 @@ func TestNetworkFailures(t *testing.T) {
 // starts: a stdio server that never answers the handshake, one that
 // never answers a call, and a question nobody answers.
 func TestTimeoutBoundsTheRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	silent := filepath.Join(dir, "silent.sh")
 	writeFile(t, silent, "#!/bin/sh\nexec sleep 600\n")
@@ -368,6 +373,7 @@ func TestTimeoutBoundsTheRun(t *testing.T) {
 // TestServerExits: a server that exits in the middle of a call is a
 // connection that failed (exit 3), said in words.
 func TestServerExits(t *testing.T) {
+	t.Parallel()
 	code, out, errOut := runMain(t, append([]string{"inspect", "call", "die", "--"}, hostileCommand(t)...)...)
 	if code != exitCouldNotRun || !strings.Contains(errOut, "preflight inspect: the connection to the server closed") {
 		t.Errorf("exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)

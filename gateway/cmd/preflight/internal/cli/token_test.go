@@ -15,6 +15,7 @@ import (
 // TestToken makes a token, puts the entry it prints in a config, and
 // sends the token to a gateway with that config.
 func TestToken(t *testing.T) {
+	t.Parallel()
 	code, out, errOut := runMain(t, "token", "-principal", "ci bot: nightly")
 	if code != exitOK || errOut != "" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)

@@ -41,6 +41,7 @@ var tokensCatalogs = map[string]struct{ tools, today int }{
 }
 
 func TestTokensHelp(t *testing.T) {
+	t.Parallel()
 	code, out, _ := runMain(t, "help", "tokens")
 	if code != exitOK {
 		t.Fatalf("help tokens: exit %d", code)
@@ -52,6 +53,7 @@ func TestTokensHelp(t *testing.T) {
 // the failing descriptions and the verdict are in a golden file, and the
 // Markdown table must be the one in docs/tokens.md.
 func TestTokensCatalogs(t *testing.T) {
+	t.Parallel()
 	files := tokensCatalogFiles(t)
 	if len(files) != len(tokensCatalogs) {
 		t.Errorf("%d catalogs in testdata/catalogs, the test knows %d: update tokensCatalogs, the goldens and docs/tokens.md", len(files), len(tokensCatalogs))
@@ -117,6 +119,7 @@ type tokensDocOut struct {
 }
 
 func TestTokensJSON(t *testing.T) {
+	t.Parallel()
 	var memory string
 	for _, f := range tokensCatalogFiles(t) {
 		if filepath.Base(f) == "server-memory.json" {
@@ -154,6 +157,7 @@ func TestTokensJSON(t *testing.T) {
 }
 
 func TestTokensToolTable(t *testing.T) {
+	t.Parallel()
 	var memory string
 	for _, f := range tokensCatalogFiles(t) {
 		if filepath.Base(f) == "server-memory.json" {
@@ -178,6 +182,7 @@ func TestTokensToolTable(t *testing.T) {
 // TestTokensServer measures examples/files over streamable HTTP, in both
 // eras: its listing is derived.
 func TestTokensServer(t *testing.T) {
+	t.Parallel()
 	url, _ := filesServer(t)
 	for _, era := range eras {
 		code, out, errOut := runMain(t, "tokens", "-json", "-era", era, "-url", url)
@@ -203,6 +208,7 @@ func TestTokensServer(t *testing.T) {
 // one, the full definitions come from the tool_descriptions resource, and
 // the figures are those derived from the same server without disclosure.
 func TestTokensServerDisclosed(t *testing.T) {
+	t.Parallel()
 	plain, _ := filesServer(t)
 	dir := t.TempDir()
 	root, err := os.OpenRoot(dir)
@@ -240,6 +246,7 @@ func TestTokensServerDisclosed(t *testing.T) {
 // TestTokensStdio builds examples/files and measures it over stdio, with
 // and without progressive disclosure.
 func TestTokensStdio(t *testing.T) {
+	t.Parallel()
 	bin := buildExample(t, "files")
 	dir := t.TempDir()
 	code, out, errOut := runMain(t, "tokens", "--", bin, "-root", dir)
@@ -276,6 +283,7 @@ func TestTokensStdio(t *testing.T) {
 }
 
 func TestTokensErrors(t *testing.T) {
+	t.Parallel()
 	files := tokensCatalogFiles(t)
 	for _, tc := range []struct {
 		args []string

@@ -10,6 +10,7 @@ import (
 // TestVersion: preflight version, -version and --version print one line
 // with the module version and the Go version; -json the same as data.
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	code, out, errOut := runMain(t, "version")
 	if code != exitOK || errOut != "" || !regexp.MustCompile(`^preflight \S+ \((commit [0-9a-f]+(\+dirty)?, )?(\d{4}-\d\d-\d\d, )?`+regexp.QuoteMeta(runtime.Version())+`\)\n$`).MatchString(out) {
 		t.Fatalf("version: exit %d, stdout %q, stderr %q", code, out, errOut)
@@ -33,6 +34,7 @@ func TestVersion(t *testing.T) {
 // TestVersionOf reads what the go command records: a release, a work
 // tree with changes, and the module as a dependency.
 func TestVersionOf(t *testing.T) {
+	t.Parallel()
 	vcs := []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "1a2b3c4d5e6f7a8b9c0d1a2b3c4d5e6f7a8b9c0d"},
 		{Key: "vcs.time", Value: "2026-11-20T09:30:00Z"}, {Key: "vcs.modified", Value: "false"}}
 	dirty := append(vcs[:3:3], debug.BuildSetting{Key: "vcs.modified", Value: "true"})
