@@ -59,6 +59,7 @@ type serveCmd struct {
 	logLevel string
 	dryRun   bool
 	reset    bool
+	pprof    string
 
 	watch configWatcher    // nil: config.Watch
 	hup   <-chan os.Signal // nil: SIGHUP, when serving a configuration
@@ -127,6 +128,10 @@ to the next call. A file that does not load is logged with its error and
 the running configuration stays. listen (and -http, -stdio) take effect
 only at start. Without -http, listen.http of the file is where it serves.
 
+-pprof serves the Go runtime's profiles (CPU, heap, goroutines) on a
+loopback address, for measuring the gateway as it runs; it is off unless
+given.
+
 Logs are JSON on standard error, one record per call. Interrupt (Ctrl-C) or
 SIGTERM stops it after the calls in flight finish.
 
@@ -147,6 +152,7 @@ func (c *serveCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.logLevel, "log-level", "info", "least severe log `LEVEL`: debug, info, warn or error")
 	fs.BoolVar(&c.reset, "reset", false, "put the built-in setup's example files back as they were at first (the audit log, pins and approvals stay)")
 	fs.BoolVar(&c.dryRun, "dry-run", false, "record each call's decision (allow, confirm, deny) in the log without enforcing it: nothing is asked or refused")
+	fs.StringVar(&c.pprof, "pprof", "", "serve the runtime's profiles (/debug/pprof/) at `ADDR`, a loopback host:port; off when empty")
 }
 
 func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
@@ -159,6 +165,13 @@ func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
 		return usagef("-log-level %q: want debug, info, warn or error", c.logLevel)
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if c.pprof != "" {
+		stop, err := servePprof(c.pprof, logger)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 
 	if c.config != "" {
 		if c.data != "" {
