@@ -33,7 +33,7 @@ var (
 	clientsFlag = flag.String("clients", "1,8", "comma-separated numbers of concurrent clients per leg")
 	duration    = flag.Duration("duration", 5*time.Second, "time each leg of a path runs, over all its rounds")
 	roundFlag   = flag.Duration("round", 250*time.Millisecond, "time a leg runs in one round")
-	profile     = flag.Bool("profile", false, "serve the gateway with -pprof, take its CPU profile over each path at the most clients, and print the top 15 functions by cumulative share")
+	profile     = flag.String("profile", "", "serve the gateways with -pprof, write each one's CPU profile over each path at the most clients to `DIR`, and print its top 15 functions by cumulative and by own share")
 )
 
 // peerEnv names the binary of TBXark/mcp-proxy, measured beside the gateway
@@ -151,7 +151,7 @@ func startGateway(b *testing.B, bin, dir, name, upstream string) gateway {
 	a := addr(b)
 	args := []string{"serve", "-config", cfg, "-http", a}
 	g := gateway{url: "http://" + a + "/mcp"}
-	if *profile {
+	if *profile != "" {
 		g.pprof = addr(b)
 		args = append(args, "-pprof", g.pprof)
 	}
@@ -216,7 +216,8 @@ type path struct {
 // direct one's in the same round, median over rounds), the throughput as
 // a fraction of the direct one's, and the proxy's CPU per call; once, the
 // gateways' resident memory after start and a warm-up (idle) and at the
-// end (peak). It runs once whatever b.N; -count repeats it.
+// end (peak). Each sub-benchmark runs once whatever b.N; -count repeats
+// each one on the same processes.
 func BenchmarkServe(b *testing.B) {
 	var clients []int
 	for s := range strings.SplitSeq(*clientsFlag, ",") {
@@ -305,12 +306,13 @@ func BenchmarkServe(b *testing.B) {
 					}
 				}
 				var prof func() string
-				if *profile && n == clients[len(clients)-1] {
+				if *profile != "" && n == clients[len(clients)-1] {
 					g := gwLegacy
 					if p.legs[0].URL == dual {
 						g = gwDual
 					}
-					prof = cpuProfile(b, bin, g.pprof, time.Duration(rounds)*(*roundFlag)*time.Duration(len(p.legs)))
+					file := filepath.Join(*profile, strings.NewReplacer("/", "_", "=", "-").Replace(fmt.Sprintf("%s_clients-%d.pprof", p.name, n)))
+					prof = cpuProfile(b, bin, g.pprof, file, time.Duration(rounds)*(*roundFlag)*time.Duration(len(p.legs)))
 				}
 				res, err := servebench.Run(ctx, p.legs, p.tool, rounds, *roundFlag)
 				if err != nil {
@@ -332,7 +334,7 @@ func BenchmarkServe(b *testing.B) {
 				b.ReportMetric(loadAverage(b), "loadavg")
 				b.ReportMetric(0, "ns/op")
 				if prof != nil {
-					b.Logf("gateway CPU profile, %s, %d clients, top 15 by cumulative share:\n%s", p.name, n, prof())
+					b.Logf("gateway CPU profile, %s, %d clients:\n%s", p.name, n, prof())
 				}
 			})
 		}
@@ -355,10 +357,13 @@ func BenchmarkServe(b *testing.B) {
 	})
 }
 
-// cpuProfile starts taking the gateway's CPU profile for d; the function
-// it returns waits for it and returns pprof's top 15 by cumulative share.
-func cpuProfile(b *testing.B, bin, addr string, d time.Duration) func() string {
-	out := filepath.Join(b.TempDir(), "cpu.pprof")
+// cpuProfile starts taking the gateway's CPU profile for d into out; the
+// function it returns waits for it and returns pprof's top 15 functions by
+// cumulative share, then by their own.
+func cpuProfile(b *testing.B, bin, addr, out string, d time.Duration) func() string {
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		b.Fatal(err)
+	}
 	done := make(chan error, 1)
 	go func() {
 		done <- func() error {
@@ -380,11 +385,15 @@ func cpuProfile(b *testing.B, bin, addr string, d time.Duration) func() string {
 		if err := <-done; err != nil {
 			b.Fatal(err)
 		}
-		top, err := exec.Command("go", "tool", "pprof", "-top", "-cum", "-nodecount", "15", bin, out).CombinedOutput()
-		if err != nil {
-			b.Fatalf("pprof: %v\n%s", err, top)
+		var text strings.Builder
+		for _, order := range []string{"-cum", "-flat"} {
+			top, err := exec.Command("go", "tool", "pprof", "-top", order, "-nodecount", "15", bin, out).CombinedOutput()
+			if err != nil {
+				b.Fatalf("pprof: %v\n%s", err, top)
+			}
+			text.Write(top)
 		}
-		return string(top)
+		return out + "\n" + text.String()
 	}
 }
 
