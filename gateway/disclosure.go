@@ -15,26 +15,6 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/entry"
 )
 
-// Disclosure turns on progressive disclosure of tool descriptions (seed
-// 004, package disclose) for some or all upstreams: their tools are listed
-// minimally, their full definitions (with the gateway's exposed names) are
-// the tool_descriptions resource, and a call of one of them is refused
-// with TOOL_DESCRIPTION_REQUIRED until the caller's scope (legacy session,
-// or 2026-07-28 principal) has read its description.
-type Disclosure struct {
-	// Servers names the upstreams whose tools are disclosed; nil means
-	// every upstream.
-	Servers []string
-	// Options configure package disclose: the store (memory by default;
-	// gateway/redisstore for replicas), the TTL, the resource's URI, the
-	// schema level of the minimal listing, the rate of reads.
-	Options disclose.Options
-	// Close, if set, is called by [Gateway.Close]: it releases what the
-	// options hold, such as the Redis client of a store that
-	// package setup opened.
-	Close func() error
-}
-
 // discloseSet is which upstreams' tools are disclosed; Reload replaces it.
 type discloseSet struct {
 	all   bool

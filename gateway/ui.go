@@ -15,30 +15,6 @@ import (
 	"github.com/preflightmcp/preflight/safety"
 )
 
-// PagePath is where [Gateway.Serve] mounts the page (package page).
-const PagePath = "/ui"
-
-// Page configures the gateway's web page: pending approvals, the audit
-// log, each tool's safety and the pinned definitions.
-type Page struct {
-	// Login signs people in: a page.TokenLogin on a loopback deployment
-	// (the gateway's command prints its login link), an identity
-	// provider's page.Authenticator otherwise. Required.
-	Login page.Authenticator
-	// URL is the page's root as people reach it, such as
-	// https://mcp.example.com/ui: the links clients are given start with
-	// it. Empty means http://ADDR/ui, ADDR being the listener of Serve.
-	URL string
-	// Hosts are the host names (without port) the page answers
-	// (page.Options.Hosts: nil means loopback names only, so a page served
-	// elsewhere lists loopback names too if it wants them); Secure marks
-	// its cookies Secure behind a proxy that terminates TLS.
-	Hosts  []string
-	Secure bool
-	// Sessions keeps the page's sessions. Nil means in process.
-	Sessions page.Sessions
-}
-
 // newPage builds the page handler, or nil when the page is off.
 func (g *Gateway) newPage() (http.Handler, error) {
 	p := g.opts.Page
