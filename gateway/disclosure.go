@@ -3,7 +3,9 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"maps"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -37,28 +39,43 @@ func (s *discloseSet) equal(o *discloseSet) bool {
 	return s.all == o.all && maps.Equal(s.names, o.names)
 }
 
+// disclosure is progressive disclosure as the gateway runs it: package
+// disclose on the SDK server, the upstreams whose tools it covers (Reload
+// replaces them), and the resource and template it adds to the lists. A
+// nil disclosure is off.
+type disclosure struct {
+	server             *disclose.Server
+	level              disclose.SchemaLevel
+	resource, template json.RawMessage
+	set                atomic.Pointer[discloseSet]
+}
+
 // discloses reports whether the tools of the named upstream are disclosed.
-func (g *Gateway) discloses(up string) bool {
-	d := g.disclosed.Load()
-	return d != nil && (d.all || d.names[up])
+func (ds *disclosure) discloses(up string) bool {
+	if ds == nil {
+		return false
+	}
+	d := ds.set.Load()
+	return d.all || d.names[up]
 }
 
 // gatePassed is what the innermost middleware answers a tools/call that
 // package disclose let through: the gateway then serves the call itself.
 var gatePassed = &mcp.CallToolResult{}
 
-// installDisclosure installs package disclose on the SDK server, below the
-// gateway's own middleware. The gateway answers tools/list itself (with
-// minimal entries for disclosed tools, see [Gateway.rebuild]); disclose
-// sees the SDK's mirror of the catalog, filtered to the disclosed tools,
-// so it serves their full definitions and gates their calls; a call it
-// lets through stops at the filter with gatePassed instead of reaching
-// the SDK's placeholder handler.
-func (g *Gateway) installDisclosure(s *mcp.Server) {
-	d := g.opts.Disclosure
+// newDisclosure installs package disclose on the SDK server, below the
+// gateway's own middleware, or returns nil when d is nil. The gateway
+// answers tools/list itself (with minimal entries for disclosed tools, see
+// [Gateway.rebuild]); disclose sees the SDK's mirror of the catalog (view
+// is the current one), filtered to the disclosed tools, so it serves their
+// full definitions and gates their calls; a call it lets through stops at
+// the filter with gatePassed instead of reaching the SDK's placeholder
+// handler.
+func newDisclosure(s *mcp.Server, d *Disclosure, logger *slog.Logger, view func() *catalog.View) *disclosure {
 	if d == nil {
-		return
+		return nil
 	}
+	ds := &disclosure{}
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch method {
@@ -69,9 +86,9 @@ func (g *Gateway) installDisclosure(s *mcp.Server) {
 				if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
 					out := *lr
 					out.Tools = nil
-					v := g.View()
+					v := view()
 					for _, t := range lr.Tools {
-						if ct, ok := v.Tool(t.Name); ok && g.discloses(ct.Upstream) {
+						if ct, ok := v.Tool(t.Name); ok && ds.discloses(ct.Upstream) {
 							out.Tools = append(out.Tools, t)
 						}
 					}
@@ -82,47 +99,48 @@ func (g *Gateway) installDisclosure(s *mcp.Server) {
 			return next(ctx, method, req)
 		}
 	})
-	g.disclosed.Store(newDiscloseSet(d))
+	ds.set.Store(newDiscloseSet(d))
 	opts := d.Options
 	if opts.Logger == nil {
-		opts.Logger = g.logger
+		opts.Logger = logger
 	}
-	g.disclosure = disclose.New(s, &opts)
-	g.discloseLevel = opts.Schema
-	res, _ := json.Marshal(&mcp.Resource{
-		URI:         g.disclosure.URI(),
+	ds.server = disclose.New(s, &opts)
+	ds.level = opts.Schema
+	uri := ds.server.URI()
+	ds.resource, _ = json.Marshal(&mcp.Resource{
+		URI:         uri,
 		Name:        disclose.ResourceName,
 		Title:       "Tool descriptions",
-		Description: disclose.ResourceDescription(g.disclosure.URI()),
+		Description: disclose.ResourceDescription(uri),
 		MIMEType:    "application/json",
 	})
-	tmpl, _ := json.Marshal(&mcp.ResourceTemplate{
-		URITemplate: g.disclosure.URI() + "{?tools}",
+	ds.template, _ = json.Marshal(&mcp.ResourceTemplate{
+		URITemplate: uri + "{?tools}",
 		Name:        "tool_descriptions",
 		Title:       "Tool descriptions, selected",
-		Description: "Full definitions of the named tools (comma-separated, exactly as in tools/list). " + disclose.ResourceDescription(g.disclosure.URI()),
+		Description: "Full definitions of the named tools (comma-separated, exactly as in tools/list). " + disclose.ResourceDescription(uri),
 		MIMEType:    "application/json",
 	})
-	g.discloseResource, g.discloseTemplate = res, tmpl
+	return ds
 }
 
-// Own implements entry.Router: a resources/read of the tool_descriptions
-// resource is package disclose's to answer, not an upstream's.
-func (g *Gateway) Own(m *entry.Message) bool {
-	if g.disclosure == nil || m.Method != call.ResourcesRead || !m.HasURI {
+// owns reports whether m is a resources/read of the tool_descriptions
+// resource, which is package disclose's to answer, not an upstream's.
+func (ds *disclosure) owns(m *entry.Message) bool {
+	if ds == nil || m.Method != call.ResourcesRead || !m.HasURI {
 		return false
 	}
-	_, ours, _ := disclose.ParseSelection(g.disclosure.URI(), m.URI, -1)
+	_, ours, _ := disclose.ParseSelection(ds.server.URI(), m.URI, -1)
 	return ours
 }
 
-// Check implements stage.Gate: a tools/call of a disclosed tool goes
+// check is stage.Gate's Check: a tools/call of a disclosed tool goes
 // through package disclose's check, below the entry on the SDK's path
 // (c.Local); a refusal (a TOOL_DESCRIPTION_REQUIRED tool result, or a
 // JSON-RPC error) ends the call. Such calls always take the SDK's path
 // (see [Gateway.Direct]); one that did not is refused, not let through.
-func (g *Gateway) Check(ctx context.Context, c *call.Call) (json.RawMessage, error, bool) {
-	if g.disclosure == nil || c.Tool == nil || !g.discloses(c.Tool.Upstream) {
+func (ds *disclosure) check(ctx context.Context, c *call.Call) (json.RawMessage, error, bool) {
+	if c.Tool == nil || !ds.discloses(c.Tool.Upstream) {
 		return nil, nil, false
 	}
 	if c.Local == nil {
@@ -145,13 +163,13 @@ func (g *Gateway) Check(ctx context.Context, c *call.Call) (json.RawMessage, err
 // minimalListing is t's tools/list entry under disclosure: disclose's
 // minimal form of the tool the SDK mirror holds, with the gateway's
 // markers.
-func (g *Gateway) minimalListing(t *catalog.Tool, full toolJSON) toolJSON {
+func (ds *disclosure) minimalListing(t *catalog.Tool, full toolJSON) toolJSON {
 	if t.Tool == nil {
 		return full
 	}
 	tt := *t.Tool
 	tt.Name = t.Exposed
-	raw, err := json.Marshal(disclose.Minimal(&tt, g.discloseLevel))
+	raw, err := json.Marshal(disclose.Minimal(&tt, ds.level))
 	if err != nil {
 		return full
 	}

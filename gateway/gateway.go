@@ -14,7 +14,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,7 +26,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/preflightmcp/preflight/disclose"
 	"github.com/preflightmcp/preflight/gateway/internal/auth"
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/catalog"
@@ -35,7 +33,6 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/flow"
 	"github.com/preflightmcp/preflight/gateway/internal/forward"
 	"github.com/preflightmcp/preflight/gateway/internal/metrics"
-	"github.com/preflightmcp/preflight/gateway/internal/pin"
 	"github.com/preflightmcp/preflight/gateway/internal/stage"
 	"github.com/preflightmcp/preflight/gateway/internal/state"
 	"github.com/preflightmcp/preflight/gateway/internal/tracing"
@@ -53,10 +50,9 @@ type Gateway struct {
 	chain   *call.Chain
 	stages  []call.Stage // of chain, outermost first
 	entry   *entry.Entry
-	pinner  *pin.Pinner
-	decider *stage.Decider    // nil when decisions are off
-	pins    map[string]pinned // by upstream (rebuild goroutine only)
-	metrics *metrics.Metrics  // nil when off
+	decider *stage.Decider   // nil when decisions are off
+	pins    *pinChecks       // nil when pinning is off
+	metrics *metrics.Metrics // nil when off
 
 	// ups is the set of upstreams the next rebuild aggregates; the
 	// snapshot in state holds the set it was built from, which routes
@@ -64,9 +60,8 @@ type Gateway struct {
 	// removed or replaced until their calls in flight end.
 	ups       atomic.Pointer[upstreamSet]
 	resolvers atomic.Pointer[resolverBox]
-	disclosed atomic.Pointer[discloseSet] // nil: disclosure is off
-	reloadMu  sync.Mutex                  // one Reload at a time
-	retiring  map[*upstream.Conn]*member  // under mu
+	reloadMu  sync.Mutex                 // one Reload at a time
+	retiring  map[*upstream.Conn]*member // under mu
 
 	state    atomic.Pointer[snapshot]
 	rebuildC chan struct{}
@@ -86,10 +81,7 @@ type Gateway struct {
 	pageURL   atomic.Pointer[string]
 	ownState  *state.Store // made by New when Options.State is nil
 
-	// Progressive disclosure; disclosure is nil when it is off.
-	disclosure                         *disclose.Server
-	discloseLevel                      disclose.SchemaLevel
-	discloseResource, discloseTemplate json.RawMessage
+	disclosure *disclosure // nil when it is off
 }
 
 // New builds a gateway; it connects nothing until [Gateway.Start].
@@ -129,8 +121,7 @@ func New(opts *Options) (*Gateway, error) {
 		rebuildC: make(chan struct{}, 1),
 		changed:  make(chan struct{}),
 		retiring: map[*upstream.Conn]*member{},
-		pinner:   o.Pinner,
-		pins:     map[string]pinned{},
+		pins:     newPinChecks(o.Pinner, logger),
 	}
 	g.setResolver(o.Resolver)
 	info := &mcp.Implementation{Name: o.Name, Version: o.Version}
@@ -205,8 +196,8 @@ func (g *Gateway) newStages(st *state.Store) ([]call.Stage, error) {
 	if o.Disclosure != nil {
 		stages = append(stages, &stage.Disclose{Gate: g})
 	}
-	if g.pinner != nil {
-		stages = append(stages, &stage.Pin{Pins: g.pinner})
+	if o.Pinner != nil {
+		stages = append(stages, &stage.Pin{Pins: o.Pinner})
 	}
 	stages = append(stages, &stage.Resolve{Resolver: swapResolver{g}, Logger: logger})
 	if o.Decisions != nil {

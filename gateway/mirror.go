@@ -102,8 +102,8 @@ func (g *Gateway) rebuildLoop(ctx context.Context) {
 	// Quarantined tools are checked again as often as the pinner reads
 	// its store, so that an approval releases them.
 	var recheck <-chan time.Time
-	if g.pinner != nil {
-		t := time.NewTicker(g.pinner.Refresh())
+	if g.pins != nil {
+		t := time.NewTicker(g.pins.pinner.Refresh())
 		defer t.Stop()
 		recheck = t.C
 	}
@@ -113,7 +113,7 @@ func (g *Gateway) rebuildLoop(ctx context.Context) {
 			return
 		case <-g.rebuildC:
 		case <-recheck:
-			if !g.pinsMoved(ctx) {
+			if !g.pins.moved(ctx) {
 				continue
 			}
 			g.listChangedKinds(upstream.ListTools)
@@ -158,7 +158,7 @@ func (g *Gateway) rebuild(ctx context.Context) *snapshot {
 			listings = append(listings, l)
 		}
 	}
-	listings, pinProblems := g.pinListings(ctx, listings)
+	listings, pinProblems := g.pins.listings(ctx, listings)
 	v := catalog.Build(listings, set.multi)
 	snap := &snapshot{set: set, view: v, version: prev.version + 1, upstreams: used, problems: append(slices.Clone(v.Problems), pinProblems...)}
 
@@ -172,8 +172,8 @@ func (g *Gateway) rebuild(ctx context.Context) *snapshot {
 		}
 		want[t.Exposed] = t.Upstream + "\x00" + string(t.Raw)
 		listing := toolListing(g.asListed(t))
-		if g.disclosure != nil && g.discloses(t.Upstream) {
-			listing = g.minimalListing(t, listing)
+		if g.disclosure.discloses(t.Upstream) {
+			listing = g.disclosure.minimalListing(t, listing)
 		}
 		snap.tools = append(snap.tools, listing)
 	}
@@ -240,7 +240,7 @@ func (g *Gateway) rebuild(ctx context.Context) *snapshot {
 		g.server.RemoveResources(drop...)
 	}
 	if g.disclosure != nil {
-		snap.resources = append(snap.resources, g.discloseResource)
+		snap.resources = append(snap.resources, g.disclosure.resource)
 	}
 	wantT := map[string]bool{}
 	for _, t := range v.Templates {
@@ -252,7 +252,7 @@ func (g *Gateway) rebuild(ctx context.Context) *snapshot {
 		snap.templates = append(snap.templates, withString(t.Raw, "uriTemplate", t.URITemplate, t.Exposed))
 	}
 	if g.disclosure != nil {
-		snap.templates = append(snap.templates, g.discloseTemplate)
+		snap.templates = append(snap.templates, g.disclosure.template)
 	}
 	drop = drop[:0]
 	for tmpl := range g.mirror.templates {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -18,6 +19,21 @@ import (
 
 // pinCheckTimeout bounds one upstream's check against the pin store.
 const pinCheckTimeout = 10 * time.Second
+
+// pinChecks checks each upstream's listing against its pins and keeps
+// what the last check of each gave. Rebuild goroutine only.
+type pinChecks struct {
+	pinner *pin.Pinner
+	logger *slog.Logger
+	last   map[string]pinned // by upstream
+}
+
+func newPinChecks(p *pin.Pinner, logger *slog.Logger) *pinChecks {
+	if p == nil {
+		return nil
+	}
+	return &pinChecks{pinner: p, logger: logger, last: map[string]pinned{}}
+}
 
 // pinned is what the last check of one upstream's tools gave: the listing
 // to serve for the upstream's own. Rebuild goroutine only.
@@ -43,11 +59,11 @@ func (p pinned) recheck() bool { return p.failed || p.quarantined != "" }
 // once.
 func PinsPage(p *pin.Pinner) page.Pins { return pinpage.New(p) }
 
-// checkPins checks an upstream's listing against its pins and returns what
+// check checks an upstream's listing against its pins and returns what
 // to serve: its tools as listed, quarantined ones replaced by their pinned
 // definition (pin.Quarantined). When the pins cannot be read the upstream's
 // tools are not served (a problem says why) until a later check can.
-func (g *Gateway) checkPins(ctx context.Context, l *catalog.Listing) (pinned, *catalog.Problem) {
+func (pc *pinChecks) check(ctx context.Context, l *catalog.Listing) (pinned, *catalog.Problem) {
 	p := pinned{from: l, out: l}
 	tools := make([]*mcp.Tool, 0, len(l.Tools))
 	byName := make(map[string]*catalog.Tool, len(l.Tools))
@@ -63,7 +79,7 @@ func (g *Gateway) checkPins(ctx context.Context, l *catalog.Listing) (pinned, *c
 	}
 	ctx, cancel := context.WithTimeout(ctx, pinCheckTimeout)
 	defer cancel()
-	vs, err := g.pinner.Check(ctx, l.Upstream, tools)
+	vs, err := pc.pinner.Check(ctx, l.Upstream, tools)
 	if err != nil {
 		out := *l
 		out.Tools = nil
@@ -74,7 +90,7 @@ func (g *Gateway) checkPins(ctx context.Context, l *catalog.Listing) (pinned, *c
 	var q strings.Builder
 	var out *catalog.Listing
 	for _, v := range vs {
-		g.logPin(l.Upstream, v)
+		pc.log(l.Upstream, v)
 		if v.State != pin.StateQuarantined {
 			continue
 		}
@@ -111,31 +127,32 @@ func (g *Gateway) checkPins(ctx context.Context, l *catalog.Listing) (pinned, *c
 	return p, nil
 }
 
-// logPin logs what a check did to one tool.
-func (g *Gateway) logPin(server string, v pin.Verdict) {
+// log logs what a check did to one tool.
+func (pc *pinChecks) log(server string, v pin.Verdict) {
 	attrs := []any{"server", server, "tool", text.Clip(v.Name, 200), "fingerprint", v.Fingerprint}
 	if v.Diff != nil {
 		attrs = append(attrs, "changed", text.Clip(v.Diff.Summary(), 200))
 	}
 	switch v.Event {
 	case pin.EventPinned:
-		g.logger.Debug("tool definition pinned at first sight", attrs...)
+		pc.logger.Debug("tool definition pinned at first sight", attrs...)
 	case pin.EventQuarantined:
-		g.logger.Warn("tool quarantined: its definition changed since it was approved; calls are refused until someone approves it (preflight pins)", attrs...)
+		pc.logger.Warn("tool quarantined: its definition changed since it was approved; calls are refused until someone approves it (preflight pins)", attrs...)
 	case pin.EventChanged:
-		g.logger.Warn("tool definition changed since it was approved; it stays callable (pin: warn) until someone approves it (preflight pins)", attrs...)
+		pc.logger.Warn("tool definition changed since it was approved; it stays callable (pin: warn) until someone approves it (preflight pins)", attrs...)
 	case pin.EventAccepted:
-		g.logger.Info("tool definition changed and only adds caution: accepted as its pin", attrs...)
+		pc.logger.Info("tool definition changed and only adds caution: accepted as its pin", attrs...)
 	case pin.EventReleased:
-		g.logger.Info("tool serves its pinned definition again: released", attrs...)
+		pc.logger.Info("tool serves its pinned definition again: released", attrs...)
 	}
 }
 
-// pinListings checks each upstream's listing against its pins, reusing the
+// listings checks each upstream's listing against its pins, reusing the
 // last check of a listing that did not change and needs none, and returns
-// the listings to serve with the problems found.
-func (g *Gateway) pinListings(ctx context.Context, listings []*catalog.Listing) ([]*catalog.Listing, []catalog.Problem) {
-	if g.pinner == nil {
+// the listings to serve with the problems found. A nil pinChecks serves
+// them as they are.
+func (pc *pinChecks) listings(ctx context.Context, listings []*catalog.Listing) ([]*catalog.Listing, []catalog.Problem) {
+	if pc == nil {
 		return listings, nil
 	}
 	var problems []catalog.Problem
@@ -143,39 +160,39 @@ func (g *Gateway) pinListings(ctx context.Context, listings []*catalog.Listing) 
 	out := make([]*catalog.Listing, len(listings))
 	for i, l := range listings {
 		seen[l.Upstream] = true
-		last, ok := g.pins[l.Upstream]
+		last, ok := pc.last[l.Upstream]
 		if !ok || last.from != l || last.recheck() {
 			var pr *catalog.Problem
-			last, pr = g.checkPins(ctx, l)
+			last, pr = pc.check(ctx, l)
 			if pr != nil {
 				problems = append(problems, *pr)
 			}
-			g.pins[l.Upstream] = last
+			pc.last[l.Upstream] = last
 		}
 		out[i] = last.out
 	}
-	for name := range g.pins {
+	for name := range pc.last {
 		if !seen[name] {
-			delete(g.pins, name) // down: checked again when it is back
+			delete(pc.last, name) // down: checked again when it is back
 		}
 	}
 	return out, problems
 }
 
-// pinsMoved checks again the upstreams whose last check left tools
+// moved checks again the upstreams whose last check left tools
 // quarantined (or failed), and reports whether what is served would
 // change: an approval, by this process or another sharing the store,
 // releases a tool without its upstream saying anything.
-func (g *Gateway) pinsMoved(ctx context.Context) bool {
-	for name, last := range g.pins {
+func (pc *pinChecks) moved(ctx context.Context) bool {
+	for name, last := range pc.last {
 		if !last.recheck() {
 			continue
 		}
-		now, _ := g.checkPins(ctx, last.from)
+		now, _ := pc.check(ctx, last.from)
 		if now.quarantined != last.quarantined || now.failed != last.failed {
 			return true
 		}
-		g.pins[name] = now
+		pc.last[name] = now
 	}
 	return false
 }

@@ -389,7 +389,7 @@ func (g *Gateway) reloadDisclosure(d *Disclosure) bool {
 		// Off for every upstream; the tool_descriptions resource stays
 		// until a restart.
 		next := &discloseSet{names: map[string]bool{}}
-		if prev := g.disclosed.Swap(next); !prev.equal(next) {
+		if prev := g.disclosure.set.Swap(next); !prev.equal(next) {
 			return true
 		}
 		return false
@@ -400,5 +400,5 @@ func (g *Gateway) reloadDisclosure(d *Disclosure) bool {
 		g.logger.Warn("option not reloaded: it takes effect at start; restart the gateway to apply it", "option", "disclosure settings")
 	}
 	next := newDiscloseSet(d)
-	return !g.disclosed.Swap(next).equal(next)
+	return !g.disclosure.set.Swap(next).equal(next)
 }

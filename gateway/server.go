@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/preflightmcp/preflight"
+	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/catalog"
 	"github.com/preflightmcp/preflight/gateway/internal/entry"
 	"github.com/preflightmcp/preflight/gateway/internal/quietlog"
@@ -51,7 +52,7 @@ func (g *Gateway) newServer(info *mcp.Implementation) *mcp.Server {
 	})
 	g.entry = entry.New(entry.Options{Chain: g.chain, Server: s, Router: g, Logger: g.logger})
 	g.rs = resolve.NewServer(s, &resolve.ServerOptions{Logger: g.logger})
-	g.installDisclosure(s)
+	g.disclosure = newDisclosure(s, g.opts.Disclosure, g.logger, g.View)
 	s.AddReceivingMiddleware(g.entry.Middleware, g.entry.TrackLogLevels)
 	s.AddReceivingMiddleware(g.middleware)
 	return s
@@ -75,7 +76,7 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 // client's, only when the tool's upstream takes passed-through calls.
 func (g *Gateway) Direct(name string, modern bool) (*mcp.Tool, bool) {
 	t, ok := g.View().Tool(name)
-	if !ok || g.discloses(t.Upstream) {
+	if !ok || g.disclosure.discloses(t.Upstream) {
 		return nil, false
 	}
 	if !modern {
@@ -83,6 +84,18 @@ func (g *Gateway) Direct(name string, modern bool) (*mcp.Tool, bool) {
 	}
 	conn, ok := g.Upstream(t.Upstream)
 	return t.Tool, ok && conn.Passthrough()
+}
+
+// Own implements entry.Router: a resources/read of the tool_descriptions
+// resource is package disclose's to answer, not an upstream's.
+func (g *Gateway) Own(m *entry.Message) bool { return g.disclosure.owns(m) }
+
+// Check implements stage.Gate: see the disclosure's check.
+func (g *Gateway) Check(ctx context.Context, c *call.Call) (json.RawMessage, error, bool) {
+	if g.disclosure == nil {
+		return nil, nil, false
+	}
+	return g.disclosure.check(ctx, c)
 }
 
 // wantLazy connects lazy upstreams when a client first lists.
