@@ -33,6 +33,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/flow"
 	"github.com/preflightmcp/preflight/gateway/internal/forward"
 	"github.com/preflightmcp/preflight/gateway/internal/metrics"
+	"github.com/preflightmcp/preflight/gateway/internal/mirror"
 	"github.com/preflightmcp/preflight/gateway/internal/stage"
 	"github.com/preflightmcp/preflight/gateway/internal/state"
 	"github.com/preflightmcp/preflight/gateway/internal/tracing"
@@ -65,8 +66,8 @@ type Gateway struct {
 
 	state    atomic.Pointer[snapshot]
 	rebuildC chan struct{}
-	announce atomic.Uint32 // upstream.ListKinds to announce at the next rebuild
-	mirror   mirror        // what is registered with the SDK server (rebuild goroutine only)
+	announce atomic.Uint32  // upstream.ListKinds to announce at the next rebuild
+	mirror   *mirror.Mirror // the SDK server's registry (rebuild goroutine only)
 
 	mu       sync.Mutex
 	changed  chan struct{} // closed and replaced on every rebuild

@@ -18,6 +18,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/catalog"
 	"github.com/preflightmcp/preflight/gateway/internal/entry"
+	"github.com/preflightmcp/preflight/gateway/internal/mirror"
 	"github.com/preflightmcp/preflight/gateway/internal/quietlog"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 	"github.com/preflightmcp/preflight/resolve"
@@ -52,6 +53,7 @@ func (g *Gateway) newServer(info *mcp.Implementation) *mcp.Server {
 	})
 	g.entry = entry.New(entry.Options{Chain: g.chain, Server: s, Router: g, Logger: g.logger})
 	g.rs = resolve.NewServer(s, &resolve.ServerOptions{Logger: g.logger})
+	g.mirror = mirror.New(s, g.rs, g.toolResolver(), g.logger)
 	g.disclosure = newDisclosure(s, g.opts.Disclosure, g.logger, g.View)
 	s.AddReceivingMiddleware(g.entry.Middleware, g.entry.TrackLogLevels)
 	s.AddReceivingMiddleware(g.middleware)

@@ -84,7 +84,7 @@ func (g *Gateway) SafetyTables(context.Context) ([]*safety.Table, error) {
 			if tool.Upstream != c.Name() {
 				continue
 			}
-			lt, err := lint.ParseTool(g.asListed(tool).Raw) // as clients read it
+			lt, err := lint.ParseTool(asListed(g.decider, tool).Raw) // as clients read it
 			if err != nil {
 				continue // the catalog skipped it already
 			}
