@@ -4,73 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/preflightmcp/preflight/gateway/internal/call"
-	"github.com/preflightmcp/preflight/gateway/internal/catalog"
 	"github.com/preflightmcp/preflight/gateway/internal/stage"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 )
-
-// upstreamSet is the gateway's upstreams at one moment. It is immutable:
-// [Gateway.Reload] publishes a new one.
-type upstreamSet struct {
-	members []*member // in the order of Options.Upstreams
-	byName  map[string]*member
-	specs   map[string]UpstreamSpec
-	multi   bool // more than one upstream: names are prefixed
-}
-
-func (s *upstreamSet) add(m *member, spec UpstreamSpec) {
-	s.members = append(s.members, m)
-	s.byName[spec.Name] = m
-	s.specs[spec.Name] = spec
-}
-
-// member is one running upstream connection and the calls it carries.
-type member struct {
-	conn   *upstream.Conn
-	cancel context.CancelFunc // stops conn.Run; set by Gateway.run
-	done   chan struct{}      // closed when conn.Run returned
-
-	// calls counts the calls in flight, from route to their end; retire
-	// subtracts retiredBias, so that a call that arrives later sees a
-	// negative count and is refused, and the last call to end closes idle.
-	calls    atomic.Int64
-	idle     chan struct{}
-	idleOnce sync.Once
-}
-
-const retiredBias = 1 << 40
-
-// acquire counts a call on m; false if m is retired.
-func (m *member) acquire() bool {
-	if m.calls.Add(1) < 0 {
-		m.release()
-		return false
-	}
-	return true
-}
-
-func (m *member) release() {
-	if m.calls.Add(-1) == -retiredBias {
-		m.idleOnce.Do(func() { close(m.idle) })
-	}
-}
-
-// retire refuses m's further calls; idle is closed when those in flight
-// have ended.
-func (m *member) retire() {
-	if m.calls.Add(-retiredBias) == -retiredBias {
-		m.idleOnce.Do(func() { close(m.idle) })
-	}
-}
 
 // member returns the member whose connection is c: in the current set, or
 // among those retiring.
@@ -96,23 +37,42 @@ func (g *Gateway) Hold(conn *upstream.Conn) (release func(), ok bool) {
 	return m.release, true
 }
 
-// resolverBox holds the current resolver; Reload replaces it.
-type resolverBox struct{ r stage.Resolver }
+// newMember makes the connection of one upstream; it does not run it.
+func (g *Gateway) newMember(u UpstreamSpec, info *mcp.Implementation) (*member, error) {
+	c, err := upstream.New(u.spec(), &upstream.Options{
+		Logger:            g.logger,
+		Naming:            u.naming(),
+		ClientInfo:        info,
+		OnChange:          func(*upstream.Conn) { g.rebuildSoon() },
+		OnListChanged:     g.listChanged,
+		OnResourceUpdated: g.resourceUpdated,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	return &member{conn: c, idle: make(chan struct{}), done: make(chan struct{})}, nil
+}
 
+// run runs m's connection until the gateway stops or m is retired; g.mu
+// held, g.runCtx set.
+func (g *Gateway) run(m *member) {
+	ctx, cancel := context.WithCancel(g.runCtx)
+	m.cancel = cancel
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		defer close(m.done)
+		m.conn.Run(ctx)
+	}()
+}
+
+// setResolver makes r, or the default when r is nil, the resolver of the
+// next calls.
 func (g *Gateway) setResolver(r stage.Resolver) {
 	if r == nil {
 		r = stage.UpstreamOrStatic{Logger: g.logger}
 	}
-	g.resolvers.Store(&resolverBox{r})
-}
-
-func (g *Gateway) resolver() stage.Resolver { return g.resolvers.Load().r }
-
-// swapResolver is the resolve stage's resolver: the gateway's current one.
-type swapResolver struct{ g *Gateway }
-
-func (s swapResolver) Resolve(ctx context.Context, q *stage.ResolveQuery) (*call.Resolution, error) {
-	return s.g.resolver().Resolve(ctx, q)
+	g.resolvers.set(r)
 }
 
 // Reload applies new options to a started gateway without dropping the
@@ -308,36 +268,6 @@ func (g *Gateway) drain(m *member, run context.Context) {
 	delete(g.retiring, m.conn)
 	g.mu.Unlock()
 	g.logger.Info("upstream stopped after a reload", "server", m.conn.Name())
-}
-
-// sameConnection reports whether two specifications make the same
-// connection: every field but the naming ones (prefix, separator,
-// filters), which only change the catalog.
-func sameConnection(a, b UpstreamSpec) bool {
-	if (a.Connect == nil) != (b.Connect == nil) {
-		return false
-	}
-	if a.Connect != nil && reflect.ValueOf(a.Connect).Pointer() != reflect.ValueOf(b.Connect).Pointer() {
-		return false
-	}
-	a.Connect, b.Connect = nil, nil
-	a.Prefix, a.Separator, a.Include, a.Exclude = "", "", nil, nil
-	b.Prefix, b.Separator, b.Include, b.Exclude = "", "", nil, nil
-	if len(a.Args) == 0 && len(b.Args) == 0 {
-		a.Args, b.Args = nil, nil
-	}
-	if len(a.Env) == 0 && len(b.Env) == 0 {
-		a.Env, b.Env = nil, nil
-	}
-	if len(a.Headers) == 0 && len(b.Headers) == 0 {
-		a.Headers, b.Headers = nil, nil
-	}
-	return reflect.DeepEqual(a, b)
-}
-
-func sameNaming(a, b catalog.Naming) bool {
-	return a.Prefix == b.Prefix && a.Separator == b.Separator &&
-		slices.Equal(a.Include, b.Include) && slices.Equal(a.Exclude, b.Exclude)
 }
 
 // restartOnly logs each option of o that differs from the running one and
