@@ -23,12 +23,13 @@ type discloseSet struct {
 	names map[string]bool
 }
 
-func newDiscloseSet(d *Disclosure) *discloseSet {
-	if d.Servers == nil {
+// newDiscloseSet returns the set of servers, nil meaning all.
+func newDiscloseSet(servers []string) *discloseSet {
+	if servers == nil {
 		return &discloseSet{all: true}
 	}
-	s := &discloseSet{names: make(map[string]bool, len(d.Servers))}
-	for _, name := range d.Servers {
+	s := &discloseSet{names: make(map[string]bool, len(servers))}
+	for _, name := range servers {
 		s.names[name] = true
 	}
 	return s
@@ -64,17 +65,14 @@ func (ds *disclosure) discloses(up string) bool {
 var gatePassed = &mcp.CallToolResult{}
 
 // newDisclosure installs package disclose on the SDK server, below the
-// gateway's own middleware, or returns nil when d is nil. The gateway
+// gateway's own middleware, for the upstreams named by servers (nil: all). The gateway
 // answers tools/list itself (with minimal entries for disclosed tools, see
 // [Gateway.rebuild]); disclose sees the SDK's mirror of the catalog (view
 // is the current one), filtered to the disclosed tools, so it serves their
 // full definitions and gates their calls; a call it lets through stops at
 // the filter with gatePassed instead of reaching the SDK's placeholder
 // handler.
-func newDisclosure(s *mcp.Server, d *Disclosure, logger *slog.Logger, view func() *catalog.View) *disclosure {
-	if d == nil {
-		return nil
-	}
+func newDisclosure(s *mcp.Server, servers []string, opts disclose.Options, logger *slog.Logger, view func() *catalog.View) *disclosure {
 	ds := &disclosure{}
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -99,8 +97,7 @@ func newDisclosure(s *mcp.Server, d *Disclosure, logger *slog.Logger, view func(
 			return next(ctx, method, req)
 		}
 	})
-	ds.set.Store(newDiscloseSet(d))
-	opts := d.Options
+	ds.set.Store(newDiscloseSet(servers))
 	if opts.Logger == nil {
 		opts.Logger = logger
 	}
@@ -160,20 +157,19 @@ func (ds *disclosure) check(ctx context.Context, c *call.Call) (json.RawMessage,
 	return b, nil, true
 }
 
-// minimalListing is t's tools/list entry under disclosure: disclose's
-// minimal form of the tool the SDK mirror holds, with the gateway's
-// markers.
-func (ds *disclosure) minimalListing(t *catalog.Tool, full toolJSON) toolJSON {
-	if t.Tool == nil {
-		return full
+// minimal is t's tools/list entry if t is disclosed: disclose's minimal
+// form of the tool the SDK mirror holds, under the exposed name.
+func (ds *disclosure) minimal(t *catalog.Tool) (*catalog.Tool, bool) {
+	if !ds.discloses(t.Upstream) || t.Tool == nil {
+		return nil, false
 	}
 	tt := *t.Tool
 	tt.Name = t.Exposed
 	raw, err := json.Marshal(disclose.Minimal(&tt, ds.level))
 	if err != nil {
-		return full
+		return nil, false
 	}
 	mt := *t
 	mt.Exposed, mt.Name, mt.Raw = t.Exposed, t.Exposed, raw
-	return toolListing(&mt)
+	return &mt, true
 }

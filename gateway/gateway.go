@@ -14,6 +14,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -78,6 +79,20 @@ type Gateway struct {
 	disclosure *disclosure // nil when it is off
 }
 
+// snapshot is the catalog the gateway serves at one moment, with the raw
+// JSON of each listed item ready to send. It is immutable.
+type snapshot struct {
+	set       *upstreamSet // the upstreams the view was built from
+	view      *catalog.View
+	version   uint64
+	upstreams map[string]*catalog.Listing
+	tools     []toolJSON
+	prompts   []json.RawMessage
+	resources []json.RawMessage
+	templates []json.RawMessage
+	problems  []catalog.Problem // including items the SDK server refused
+}
+
 // resolver is the resolver of the next calls.
 func (g *Gateway) resolver() stage.Resolver { return g.resolvers.get() }
 
@@ -92,6 +107,16 @@ func (g *Gateway) Upstream(name string) (*upstream.Conn, bool) {
 		return nil, false
 	}
 	return m.conn, true
+}
+
+// PageURL returns the page's root URL (Options.Page.URL, or the one Serve
+// derived from its listener), "" before it is known or when the page is
+// off.
+func (g *Gateway) PageURL() string {
+	if u := g.pageURL.Load(); u != nil {
+		return *u
+	}
+	return ""
 }
 
 // viewHas reports whether the current view was built with upstream's

@@ -64,7 +64,7 @@ func New(opts *Options) (*Gateway, error) {
 	}
 	g.setResolver(o.Resolver)
 	info := &mcp.Implementation{Name: o.Name, Version: o.Version}
-	set := &upstreamSet{byName: map[string]*member{}, specs: map[string]UpstreamSpec{}, multi: len(o.Upstreams) > 1}
+	set := newUpstreamSet(len(o.Upstreams))
 	for _, u := range o.Upstreams {
 		if _, dup := set.byName[u.Name]; dup {
 			return nil, fmt.Errorf("gateway: two upstreams named %q", u.Name)
@@ -73,7 +73,7 @@ func New(opts *Options) (*Gateway, error) {
 		if err != nil {
 			return nil, err
 		}
-		set.add(m, u)
+		set.add(m, u.spec(), u.naming())
 	}
 	g.ups.Store(set)
 	g.state.Store(&snapshot{view: catalog.Build(nil, set.multi), set: set})

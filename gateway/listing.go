@@ -10,20 +10,6 @@ import (
 	"github.com/preflightmcp/preflight/hints"
 )
 
-// snapshot is the catalog the gateway serves at one moment, with the raw
-// JSON of each listed item ready to send. It is immutable.
-type snapshot struct {
-	set       *upstreamSet // the upstreams the view was built from
-	view      *catalog.View
-	version   uint64
-	upstreams map[string]*catalog.Listing
-	tools     []toolJSON
-	prompts   []json.RawMessage
-	resources []json.RawMessage
-	templates []json.RawMessage
-	problems  []catalog.Problem // including items the SDK server refused
-}
-
 // toolJSON is a tool as listed to a client that did not declare the
 // tool-resolution extension (plain) and to one that did (marked).
 type toolJSON struct {

@@ -6,11 +6,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/catalog"
 	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
-	"github.com/preflightmcp/preflight/resolve"
 )
 
 // listChanged records that an upstream announced changed lists; the next
@@ -89,7 +87,7 @@ func (g *Gateway) rebuild(ctx context.Context) *snapshot {
 				rr.Listed(c.Name(), l, c.ServerInfo())
 			}
 			used[c.Name()] = l
-			if n := set.specs[c.Name()].naming(); !sameNaming(n, l.Naming) {
+			if n := set.namings[c.Name()]; !sameNaming(n, l.Naming) {
 				// A reload changed how the upstream's names are
 				// exposed, which needs no new connection.
 				ll := *l
@@ -108,11 +106,11 @@ func (g *Gateway) rebuild(ctx context.Context) *snapshot {
 	synced := g.mirror.Sync(v)
 	snap.problems = append(snap.problems, synced.Problems...)
 	for _, t := range synced.Tools {
-		listing := toolListing(asListed(g.decider, t))
-		if g.disclosure.discloses(t.Upstream) {
-			listing = g.disclosure.minimalListing(t, listing)
+		listed := asListed(g.decider, t)
+		if m, ok := g.disclosure.minimal(t); ok {
+			listed = m
 		}
-		snap.tools = append(snap.tools, listing)
+		snap.tools = append(snap.tools, toolListing(listed))
 	}
 	for _, p := range v.Prompts {
 		snap.prompts = append(snap.prompts, withString(p.Raw, "name", p.Name, p.Exposed))
@@ -133,27 +131,4 @@ func (g *Gateway) rebuild(ctx context.Context) *snapshot {
 		g.mirror.Announce(kinds)
 	}
 	return snap
-}
-
-// toolResolver is the resolver package resolve calls for tools/resolve:
-// the resolution the chain's resolve stage made for this very request
-// (route, hold, pin and resolve ran before; package resolve then checks
-// its bounds and encodes it in the shape the client asked for).
-func (g *Gateway) toolResolver() resolve.Resolver {
-	return resolve.ResolverFunc(func(ctx context.Context, rc *resolve.Call) (resolve.Resolution, error) {
-		c := call.FromContext(ctx)
-		if c == nil || c.Resolution == nil || c.Name != rc.Name {
-			return resolve.Resolution{}, fmt.Errorf("tools/resolve of %q did not come through the gateway's chain", rc.Name)
-		}
-		r := *c.Resolution.AsResolution()
-		if g.decider != nil {
-			// The answer says what the gateway will do with this call:
-			// a call it will ask about requires confirmation.
-			if d := g.decider.Decide(c); d.Verdict == call.Confirm && !d.DryRun {
-				yes := true
-				r.Hints.RequiresConfirmation = &yes
-			}
-		}
-		return r, nil
-	})
 }

@@ -124,7 +124,7 @@ func (g *Gateway) Reload(ctx context.Context, opts *Options) error {
 
 	// Plan, and make the new connections, before changing anything.
 	old := g.ups.Load()
-	next := &upstreamSet{byName: map[string]*member{}, specs: map[string]UpstreamSpec{}, multi: len(o.Upstreams) > 1}
+	next := newUpstreamSet(len(o.Upstreams))
 	info := &mcp.Implementation{Name: g.opts.Name, Version: g.opts.Version}
 	var added, replaced, kept, renamed []string
 	var fresh, waitFor []*member
@@ -135,10 +135,10 @@ func (g *Gateway) Reload(ctx context.Context, opts *Options) error {
 		if err := u.naming().Check(); err != nil {
 			return fmt.Errorf("gateway: reload: upstream %q: %w", u.Name, err)
 		}
-		if m, ok := old.byName[u.Name]; ok && sameConnection(old.specs[u.Name], u) {
-			next.add(m, u)
+		if m, ok := old.byName[u.Name]; ok && sameConnection(old.specs[u.Name], u.spec()) {
+			next.add(m, u.spec(), u.naming())
 			kept = append(kept, u.Name)
-			if !sameNaming(old.specs[u.Name].naming(), u.naming()) {
+			if !sameNaming(old.namings[u.Name], u.naming()) {
 				renamed = append(renamed, u.Name)
 			}
 			continue
@@ -147,7 +147,7 @@ func (g *Gateway) Reload(ctx context.Context, opts *Options) error {
 		if err != nil {
 			return fmt.Errorf("gateway: reload: %w", err) // nothing started yet
 		}
-		next.add(m, u)
+		next.add(m, u.spec(), u.naming())
 		fresh = append(fresh, m)
 		if _, ok := old.byName[u.Name]; ok {
 			replaced = append(replaced, u.Name)
@@ -329,6 +329,6 @@ func (g *Gateway) reloadDisclosure(d *Disclosure) bool {
 		a.FetchBurst != b.FetchBurst || a.MaxToolsPerRead != b.MaxToolsPerRead || (a.Store == nil) != (b.Store == nil) {
 		g.logger.Warn("option not reloaded: it takes effect at start; restart the gateway to apply it", "option", "disclosure settings")
 	}
-	next := newDiscloseSet(d)
+	next := newDiscloseSet(d.Servers)
 	return !g.disclosure.set.Swap(next).equal(next)
 }

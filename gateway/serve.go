@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/preflightmcp/preflight/endpoint"
+	"github.com/preflightmcp/preflight/gateway/internal/auth"
 	"github.com/preflightmcp/preflight/gateway/internal/catalog"
 	"github.com/preflightmcp/preflight/gateway/internal/entry"
 	"github.com/preflightmcp/preflight/gateway/internal/page"
@@ -89,6 +90,28 @@ func (g *Gateway) Handler() http.Handler {
 	// A session is checked to be the requester's before the entry acts
 	// on its id (a cancellation, a DELETE).
 	return g.authenticator().Middleware(ep.Guard(g.entry.Handler(ep)))
+}
+
+// authenticator returns Options.Auth, or the anonymous one, which serves
+// loopback only.
+func (g *Gateway) authenticator() *auth.Authenticator {
+	if g.opts.Auth != nil {
+		return g.opts.Auth
+	}
+	return g.anonymous
+}
+
+// checkListener refuses to serve without authentication on anything but a
+// loopback address.
+func (g *Gateway) checkListener(addr string) error {
+	if g.opts.Auth != nil && !g.opts.Auth.Anonymous() {
+		return nil
+	}
+	_, err := auth.Anonymous(&auth.Options{Addr: addr})
+	if err != nil {
+		return errors.New("gateway: " + strings.TrimPrefix(err.Error(), "auth: "))
+	}
+	return nil
 }
 
 // healthHandler answers HealthPath: 200 while serving (with the report),

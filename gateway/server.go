@@ -54,10 +54,35 @@ func (g *Gateway) newServer(info *mcp.Implementation) *mcp.Server {
 	g.entry = entry.New(entry.Options{Chain: g.chain, Server: s, Router: g, Logger: g.logger})
 	g.rs = resolve.NewServer(s, &resolve.ServerOptions{Logger: g.logger})
 	g.mirror = mirror.New(s, g.rs, g.toolResolver(), g.logger)
-	g.disclosure = newDisclosure(s, g.opts.Disclosure, g.logger, g.View)
+	if d := g.opts.Disclosure; d != nil {
+		g.disclosure = newDisclosure(s, d.Servers, d.Options, g.logger, g.View)
+	}
 	s.AddReceivingMiddleware(g.entry.Middleware, g.entry.TrackLogLevels)
 	s.AddReceivingMiddleware(g.middleware)
 	return s
+}
+
+// toolResolver is the resolver package resolve calls for tools/resolve:
+// the resolution the chain's resolve stage made for this very request
+// (route, hold, pin and resolve ran before; package resolve then checks
+// its bounds and encodes it in the shape the client asked for).
+func (g *Gateway) toolResolver() resolve.Resolver {
+	return resolve.ResolverFunc(func(ctx context.Context, rc *resolve.Call) (resolve.Resolution, error) {
+		c := call.FromContext(ctx)
+		if c == nil || c.Resolution == nil || c.Name != rc.Name {
+			return resolve.Resolution{}, fmt.Errorf("tools/resolve of %q did not come through the gateway's chain", rc.Name)
+		}
+		r := *c.Resolution.AsResolution()
+		if g.decider != nil {
+			// The answer says what the gateway will do with this call:
+			// a call it will ask about requires confirmation.
+			if d := g.decider.Decide(c); d.Verdict == call.Confirm && !d.DryRun {
+				yes := true
+				r.Hints.RequiresConfirmation = &yes
+			}
+		}
+		return r, nil
+	})
 }
 
 // middleware serves the lists from the catalog; the rest goes to the

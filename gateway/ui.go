@@ -8,7 +8,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/preflightmcp/preflight/gateway/internal/auth"
 	"github.com/preflightmcp/preflight/gateway/internal/page"
 	"github.com/preflightmcp/preflight/gateway/internal/quietlog"
 	"github.com/preflightmcp/preflight/lint"
@@ -62,16 +61,6 @@ func (g *Gateway) PageHandler() http.Handler {
 	return g.ui
 }
 
-// PageURL returns the page's root URL (Options.Page.URL, or the one Serve
-// derived from its listener), "" before it is known or when the page is
-// off.
-func (g *Gateway) PageURL() string {
-	if u := g.pageURL.Load(); u != nil {
-		return *u
-	}
-	return ""
-}
-
 // SafetyTables implements page.Safety: one table per upstream, built by
 // package safety from the tools as the upstream lists them now.
 func (g *Gateway) SafetyTables(context.Context) ([]*safety.Table, error) {
@@ -95,26 +84,4 @@ func (g *Gateway) SafetyTables(context.Context) ([]*safety.Table, error) {
 		}
 	}
 	return tables, nil
-}
-
-// authenticator returns Options.Auth, or the anonymous one, which serves
-// loopback only.
-func (g *Gateway) authenticator() *auth.Authenticator {
-	if g.opts.Auth != nil {
-		return g.opts.Auth
-	}
-	return g.anonymous
-}
-
-// checkListener refuses to serve without authentication on anything but a
-// loopback address.
-func (g *Gateway) checkListener(addr string) error {
-	if g.opts.Auth != nil && !g.opts.Auth.Anonymous() {
-		return nil
-	}
-	_, err := auth.Anonymous(&auth.Options{Addr: addr})
-	if err != nil {
-		return errors.New("gateway: " + strings.TrimPrefix(err.Error(), "auth: "))
-	}
-	return nil
 }

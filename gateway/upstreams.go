@@ -18,14 +18,21 @@ import (
 type upstreamSet struct {
 	members []*member // in the order of Options.Upstreams
 	byName  map[string]*member
-	specs   map[string]UpstreamSpec
+	specs   map[string]upstream.Spec
+	namings map[string]catalog.Naming
 	multi   bool // more than one upstream: names are prefixed
 }
 
-func (s *upstreamSet) add(m *member, spec UpstreamSpec) {
+// newUpstreamSet returns an empty set for n upstreams.
+func newUpstreamSet(n int) *upstreamSet {
+	return &upstreamSet{byName: map[string]*member{}, specs: map[string]upstream.Spec{}, namings: map[string]catalog.Naming{}, multi: n > 1}
+}
+
+func (s *upstreamSet) add(m *member, spec upstream.Spec, naming catalog.Naming) {
 	s.members = append(s.members, m)
 	s.byName[spec.Name] = m
 	s.specs[spec.Name] = spec
+	s.namings[spec.Name] = naming
 }
 
 // member is one running upstream connection and the calls it carries.
@@ -68,9 +75,9 @@ func (m *member) retire() {
 }
 
 // sameConnection reports whether two specifications make the same
-// connection: every field but the naming ones (prefix, separator,
-// filters), which only change the catalog.
-func sameConnection(a, b UpstreamSpec) bool {
+// connection (the naming of an upstream, which only changes the catalog,
+// is not part of its specification).
+func sameConnection(a, b upstream.Spec) bool {
 	if (a.Connect == nil) != (b.Connect == nil) {
 		return false
 	}
@@ -78,8 +85,6 @@ func sameConnection(a, b UpstreamSpec) bool {
 		return false
 	}
 	a.Connect, b.Connect = nil, nil
-	a.Prefix, a.Separator, a.Include, a.Exclude = "", "", nil, nil
-	b.Prefix, b.Separator, b.Include, b.Exclude = "", "", nil, nil
 	if len(a.Args) == 0 && len(b.Args) == 0 {
 		a.Args, b.Args = nil, nil
 	}
