@@ -3,9 +3,9 @@ package sqlstore_test
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,24 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/preflightmcp/preflight/gateway/internal/approval"
 	"github.com/preflightmcp/preflight/gateway/internal/approval/sqlstore"
 	"github.com/preflightmcp/preflight/gateway/internal/sqldb"
-	"github.com/preflightmcp/preflight/gateway/internal/state"
-	"github.com/preflightmcp/preflight/gateway/internal/testrig/pgtest"
-	"github.com/preflightmcp/preflight/gateway/internal/testrig/redistest"
 	"github.com/preflightmcp/preflight/hints"
 )
-
-// TestMain stops the PostgreSQL server and checks for leaked goroutines;
-// each Redis-backed test starts its own server.
-func TestMain(m *testing.M) { pgtest.Main(m) }
-
-// bound is how long a test waits for something that must happen; a limit,
-// never a synchronization.
-const bound = 30 * time.Second
 
 var t0 = time.Date(2026, 7, 28, 10, 0, 0, 0, time.UTC)
 
@@ -56,7 +43,9 @@ func openSpec(t *testing.T, spec string, o *sqlstore.Options) *sqlstore.Store {
 	return s
 }
 
-func kinds() []kind {
+// kinds returns the memory and SQLite stores, and PostgreSQL in the
+// integration build (one database for all of t's subtests).
+func kinds(t *testing.T) []kind {
 	sqlKind := func(name string, spec func(t *testing.T) string) kind {
 		return kind{name: name, shared: true, open: func(t *testing.T) (approval.Store, func() approval.Store) {
 			sp := spec(t)
@@ -64,14 +53,17 @@ func kinds() []kind {
 			return openSpec(t, sp, o), func() approval.Store { return openSpec(t, sp, o) }
 		}}
 	}
-	return []kind{
+	ks := []kind{
 		{name: "memory", open: func(t *testing.T) (approval.Store, func() approval.Store) {
 			s := approval.NewMemStore(&approval.MemOptions{MaxOpen: 3, MaxRequests: 64})
 			return s, func() approval.Store { return s }
 		}},
 		sqlKind("sqlite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "approvals.db") }),
-		sqlKind("postgres", func(t *testing.T) string { return pgtest.NewDatabase(t) }),
 	}
+	for name, spec := range postgresSpecs(t, "") {
+		ks = append(ks, sqlKind(name, func(*testing.T) string { return spec }))
+	}
+	return ks
 }
 
 var seq atomic.Int64
@@ -94,7 +86,7 @@ func request(principal, path string, created time.Time) *approval.Request {
 // TestStores holds every kind of store to approval.Store's contract, with
 // explicit times.
 func TestStores(t *testing.T) {
-	for _, k := range kinds() {
+	for _, k := range kinds(t) {
 		t.Run(k.name, func(t *testing.T) {
 			ctx := context.Background()
 			s, another := k.open(t)
@@ -207,7 +199,7 @@ func TestStores(t *testing.T) {
 // TestRaces: many callers racing for one request (decide, use, open the
 // same key) on two stores over one database: exactly one wins each race.
 func TestRaces(t *testing.T) {
-	for _, k := range kinds() {
+	for _, k := range kinds(t) {
 		t.Run(k.name, func(t *testing.T) {
 			ctx := context.Background()
 			a, another := k.open(t)
@@ -260,83 +252,6 @@ func TestRaces(t *testing.T) {
 	}
 }
 
-// TestReplicasOnPostgresAndRedis: two Services as two replicas, each with
-// its own pool on one PostgreSQL database and its own client of one Redis
-// (notifications over state.Bus). A call waiting on one is released by an
-// approval given on the other through the notification alone (the recheck
-// is far longer than the test's bound); its retries racing on both run
-// once; a second decision racing the first is refused.
-func TestReplicasOnPostgresAndRedis(t *testing.T) {
-	dsn := pgtest.NewDatabase(t)
-	srv := redistest.Start(t, nil)
-	prefix := redistest.Prefix(t)
-	replica := func() *approval.Service {
-		c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-		st := state.NewRedis(c, &state.Options{Prefix: prefix})
-		t.Cleanup(func() { st.Close(); c.Close() })
-		return approval.New(openSpec(t, dsn, nil), &approval.Options{Notifier: approval.BusNotifier(st.Bus), Recheck: time.Hour})
-	}
-	one, two := replica(), replica()
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
-	defer cancel()
-	call := approval.Call{Principal: "alice", Server: "files", Tool: "manage_files",
-		Arguments: json.RawMessage(`{"action":"delete","path":"/tmp/a"}`), Effect: hints.EffectDelete, Reason: "deletes a file"}
-
-	r, err := one.Ask(ctx, call)
-	if err != nil || r.State != approval.Pending {
-		t.Fatalf("Ask = %+v, %v", r, err)
-	}
-	if again, _ := two.Ask(ctx, call); again == nil || again.ID != r.ID {
-		t.Fatalf("the other replica opened %+v, want %s", again, r.ID)
-	}
-	waited := make(chan *approval.Request, 1)
-	waiting := make(chan struct{})
-	go func() {
-		close(waiting)
-		w, err := one.Wait(ctx, r.ID)
-		if err != nil {
-			t.Errorf("Wait: %v", err)
-		}
-		waited <- w
-	}()
-	<-waiting
-	// Approve on the other replica until the waiter has subscribed: an
-	// approval given before the subscription is seen by Wait's first read.
-	if _, err := two.Approve(ctx, r.ID, approval.Approver{Principal: "alice"}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case w := <-waited:
-		if w == nil || w.State != approval.Approved {
-			t.Fatalf("Wait returned %+v", w)
-		}
-	case <-ctx.Done():
-		t.Fatal("the approval given on one replica did not release the call waiting on the other")
-	}
-	if _, err := one.Deny(ctx, r.ID, approval.Approver{Principal: "alice"}); !errors.Is(err, approval.ErrNotPending) {
-		t.Errorf("a second decision on the other replica: %v, want ErrNotPending", err)
-	}
-
-	var ran atomic.Int32
-	var wg sync.WaitGroup
-	for i := range 16 {
-		wg.Go(func() {
-			s := one
-			if i%2 == 1 {
-				s = two
-			}
-			got, err := s.Ask(ctx, call)
-			if err == nil && got.State == approval.Used {
-				ran.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	if ran.Load() != 1 {
-		t.Errorf("16 retries on two replicas ran %d times, want 1", ran.Load())
-	}
-}
-
 // TestOpenErrors: a bad spec is refused, and no message repeats a password.
 func TestOpenErrors(t *testing.T) {
 	ctx := context.Background()
@@ -372,7 +287,9 @@ func legacy(t *testing.T) map[string]string {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return map[string]string{"sqlite": "sqlite:" + path, "postgres": pgtest.NewDatabaseFrom(t, "testdata/legacy-postgres.sql")}
+	out := map[string]string{"sqlite": "sqlite:" + path}
+	maps.Copy(out, postgresSpecs(t, "testdata/legacy-postgres.sql"))
+	return out
 }
 
 // TestUpgrade: a database whose table was created unversioned is adopted

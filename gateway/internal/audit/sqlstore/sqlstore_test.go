@@ -3,6 +3,7 @@ package sqlstore_test
 import (
 	"context"
 	"database/sql"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,7 +18,6 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/audit/internal/storetest"
 	"github.com/preflightmcp/preflight/gateway/internal/audit/sqlstore"
 	"github.com/preflightmcp/preflight/gateway/internal/sqldb"
-	"github.com/preflightmcp/preflight/gateway/internal/testrig/pgtest"
 	"github.com/preflightmcp/preflight/hints"
 )
 
@@ -26,11 +26,6 @@ import (
 // deadline.
 func open(ctx context.Context, spec string) (audit.Store, error) {
 	return sqlstore.Open(ctx, spec, nil)
-}
-
-func TestMain(m *testing.M) {
-	storetest.Child(open)
-	pgtest.Main(m)
 }
 
 func sqliteHarness() storetest.Harness {
@@ -72,27 +67,14 @@ func sqliteHarness() storetest.Harness {
 	}
 }
 
-func postgresHarness() storetest.Harness {
-	return storetest.Harness{
-		New:  func(t *testing.T) string { return pgtest.NewDatabase(t) },
-		Open: open,
-		// A server of the test's own, stopped and restarted.
-		Interruptible: func(t *testing.T) (string, func(), func()) {
-			s := pgtest.Start(t)
-			return s.DSN(), func() { s.Stop(t) }, func() { s.Restart(t) }
-		},
-	}
-}
+func TestSQLite(t *testing.T) { storetest.Run(t, sqliteHarness()) }
 
-func TestSQLite(t *testing.T)   { storetest.Run(t, sqliteHarness()) }
-func TestPostgres(t *testing.T) { storetest.Run(t, postgresHarness()) }
-
-// specs returns a fresh database of each kind.
-func specs(t *testing.T) map[string]string {
-	return map[string]string{
-		"sqlite":   "sqlite:" + filepath.Join(t.TempDir(), "audit.db"),
-		"postgres": pgtest.NewDatabase(t),
-	}
+// specs returns a fresh database of each kind: SQLite, and PostgreSQL in
+// the integration build.
+func specs(t testing.TB) map[string]string {
+	out := map[string]string{"sqlite": "sqlite:" + filepath.Join(t.TempDir(), "audit.db")}
+	maps.Copy(out, postgresSpecs(t, ""))
+	return out
 }
 
 func all(t *testing.T, s *sqlstore.Store, f audit.Filter) []*audit.Record {
@@ -152,8 +134,9 @@ func legacy(t *testing.T) map[string]string {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	dsn := pgtest.NewDatabaseFrom(t, "testdata/legacy-postgres.sql")
-	return map[string]string{"sqlite": "sqlite:" + path, "postgres": dsn}
+	out := map[string]string{"sqlite": "sqlite:" + path}
+	maps.Copy(out, postgresSpecs(t, "testdata/legacy-postgres.sql"))
+	return out
 }
 
 // TestUpgrade: a database of the audit's own migrations table is upgraded
@@ -304,8 +287,8 @@ func TestWriteMany(t *testing.T) {
 // BenchmarkBeginFinish: a call that must be audited, begun then finished
 // (two committed transactions: fsynced, or flushed to the server's WAL).
 func BenchmarkBeginFinish(b *testing.B) {
-	for _, spec := range []string{"sqlite:" + filepath.Join(b.TempDir(), "audit.db"), pgtest.NewDatabase(b)} {
-		b.Run(strings.SplitN(spec, ":", 2)[0], func(b *testing.B) {
+	for name, spec := range specs(b) {
+		b.Run(name, func(b *testing.B) {
 			s, err := sqlstore.Open(b.Context(), spec, nil)
 			if err != nil {
 				b.Fatal(err)
@@ -318,8 +301,8 @@ func BenchmarkBeginFinish(b *testing.B) {
 
 // BenchmarkWrite128: the batched write of 128 ended calls.
 func BenchmarkWrite128(b *testing.B) {
-	for _, spec := range []string{"sqlite:" + filepath.Join(b.TempDir(), "audit.db"), pgtest.NewDatabase(b)} {
-		b.Run(strings.SplitN(spec, ":", 2)[0], func(b *testing.B) {
+	for name, spec := range specs(b) {
+		b.Run(name, func(b *testing.B) {
 			s, err := sqlstore.Open(b.Context(), spec, nil)
 			if err != nil {
 				b.Fatal(err)

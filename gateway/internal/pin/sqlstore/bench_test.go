@@ -10,7 +10,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/preflightmcp/preflight/gateway/internal/pin"
-	"github.com/preflightmcp/preflight/gateway/internal/testrig/pgtest"
 )
 
 func catalog(tb testing.TB) []*mcp.Tool {
@@ -34,21 +33,19 @@ func catalog(tb testing.TB) []*mcp.Tool {
 // per tool per Options.Refresh; between, Allowed answers from memory as in
 // package pin's BenchmarkAllowed).
 //
-//	go test -run '^$' -bench Stores -benchmem ./gateway/pin/sqlstore
+//	go test -tags integration -run '^$' -bench Stores -benchmem ./gateway/internal/pin/sqlstore
 func BenchmarkStores(b *testing.B) {
 	tools := catalog(b)
 	ctx := context.Background()
-	for _, st := range []struct {
-		name string
-		spec func(b *testing.B) string
-	}{
-		{"memory", nil},
-		{"sqlite", func(b *testing.B) string { return "sqlite:" + filepath.Join(b.TempDir(), "pins.db") }},
-		{"postgres", func(b *testing.B) string { return pgtest.NewDatabase(b) }},
-	} {
+	type kind struct{ name, spec string } // spec "" is the memory store
+	kinds := []kind{{"memory", ""}, {"sqlite", "sqlite:" + filepath.Join(b.TempDir(), "pins.db")}}
+	for name, spec := range postgresSpecs(b, "") {
+		kinds = append(kinds, kind{name, spec})
+	}
+	for _, st := range kinds {
 		var store pin.Store = pin.NewMemoryStore(1 << 30)
-		if st.spec != nil {
-			s, err := openB(b, st.spec(b))
+		if st.spec != "" {
+			s, err := openB(b, st.spec)
 			if err != nil {
 				b.Fatal(err)
 			}
