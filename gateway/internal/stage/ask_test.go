@@ -290,26 +290,3 @@ func TestAskForeignState(t *testing.T) {
 		t.Error("a call with a forged state was forwarded")
 	}
 }
-
-func TestConfirmAnswer(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		in   mcp.InputResponse
-		want string
-		err  bool
-	}{
-		{accept(true), "accept", false},
-		{accept(false), "decline", false},
-		{&mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": "true"}}, "decline", false},
-		{&mcp.ElicitResult{Action: "decline"}, "decline", false},
-		{&mcp.ElicitResult{Action: "cancel"}, "cancel", false},
-		{&mcp.ElicitResult{Action: "maybe"}, "", true},
-		{nil, "", true},
-		{&mcp.CreateMessageResult{}, "", true},
-	} {
-		got, err := stage.ConfirmAnswer(tc.in)
-		if got != tc.want || (err != nil) != tc.err {
-			t.Errorf("ConfirmAnswer(%#v) = %q, %v; want %q, error %v", tc.in, got, err, tc.want, tc.err)
-		}
-	}
-}

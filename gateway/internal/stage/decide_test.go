@@ -154,6 +154,9 @@ func TestConfirmedGuard(t *testing.T) {
 		{"confirmed", &call.Decision{Verdict: call.Confirm}, &call.Confirmation{By: "client"}, true, ""},
 		{"in band for out of band", &call.Decision{Verdict: call.Confirm, OutOfBand: true, Reason: "merges"}, &call.Confirmation{By: "client"}, false, "needs a person's approval out of band (merges)"},
 		{"approved on the page", &call.Decision{Verdict: call.Confirm, OutOfBand: true}, &call.Confirmation{By: "page"}, true, ""},
+		{"dry-run confirm", &call.Decision{Verdict: call.Confirm, DryRun: true}, nil, true, ""},
+		{"deny though confirmed", &call.Decision{Verdict: call.Deny, Reason: "no"}, &call.Confirmation{By: "page"}, false, "The gateway refused the call"},
+		{"out of band, unconfirmed", &call.Decision{Verdict: call.Confirm, OutOfBand: true, Reason: "merges"}, nil, false, "no out-of-band approval configured"},
 	} {
 		forwarded = 0
 		c := decideCall("t", readAnn, hints.Hints{}, "")
