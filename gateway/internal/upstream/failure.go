@@ -137,11 +137,17 @@ func (c *Conn) classify(ctx context.Context, cs *mcp.ClientSession, s *sink, err
 	case status >= 500:
 		te.Kind, te.Status, te.Sent = FailHTTP5xx, status, true
 		return te
-	case answered, isAnswer(err):
-		return err
 	case errors.Is(err, context.Canceled):
 		return err
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded):
+		// The call gave up first: a response that came after it (the
+		// upstream's answer to the cancellation) does not make this an
+		// answer.
+		te.Kind = FailTimeout
+		te.cs = nil
+	case answered, isAnswer(err):
+		return err
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		te.Kind = FailTimeout
 		te.cs = nil
 	case c.spec.Transport == TransportStdio && c.spec.Connect == nil:
