@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -14,7 +15,13 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(stdioServerEnv) != "" {
+		serveStdio() // the test binary run as a stdio upstream
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
 
 func TestSpecCheck(t *testing.T) {
 	for _, tc := range []struct {
