@@ -290,3 +290,86 @@ func TestAskForeignState(t *testing.T) {
 		t.Error("a call with a forged state was forwarded")
 	}
 }
+
+// resumer is a forwarder that opens its own requestState as told.
+type resumer struct {
+	conf  *call.Confirmation
+	nonce string
+	err   error
+}
+
+func (r *resumer) Resumed(*call.Call) (*call.Confirmation, string, error) {
+	return r.conf, r.nonce, r.err
+}
+
+// TestAskResumed: a retry that carries the forwarder's state (its upstream
+// asked questions after the call was confirmed) is confirmed by what that
+// state recorded, once per round; state from before the call needed
+// confirmation is asked about now; state the forwarder refuses is refused.
+func TestAskResumed(t *testing.T) {
+	t.Parallel()
+	ring, err := requeststate.NewRandomRing(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := state.NewMemory(nil)
+	defer st.Close()
+	byClient := &call.Confirmation{By: "client", Approver: "alice", RequestID: "r1"}
+	for _, tc := range []struct {
+		name      string
+		r         *resumer
+		outOfBand bool
+		runs      bool
+		asks      bool
+		code      int64
+	}{
+		{"confirmed before the questions", &resumer{conf: byClient}, false, true, false, 0},
+		{"not confirmed before", &resumer{}, false, false, true, 0},
+		{"in band for out of band", &resumer{conf: byClient}, true, false, false, 0},
+		{"another stage's state", &resumer{err: &requeststate.Error{Reason: requeststate.ReasonAudience}}, false, false, false, 0},
+		{"refused by the forwarder", &resumer{err: &requeststate.Error{Reason: requeststate.ReasonExpired}}, false, false, false, requeststate.WireCode},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nonce, err := st.Nonces.Issue(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.r.conf != nil {
+				tc.r.nonce = nonce
+			}
+			ask := stage.NewAsk(stage.Ask{Ring: ring, Nonces: st.Nonces, Resumer: tc.r})
+			c := deleteCall(t, &fakeConn{err: call.ErrRound}, formCaps, `{}`)
+			c.Decision.OutOfBand = tc.outOfBand
+			digest, _ := requeststate.ArgumentsDigest(nil)
+			token, err := ring.Seal(requeststate.Binding{Method: call.ToolsCall, Target: c.Name, Audience: "preflight-gateway", Principal: "alice", Arguments: digest}, []byte("x"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			next := &upstreamNext{}
+			h := chain(next, ask, &stage.Confirmed{})
+			rc := retryOf(c, token, nil)
+			res, err := h.Serve(t.Context(), rc)
+			switch {
+			case tc.code != 0:
+				wantWireError(t, err, tc.code)
+			case tc.runs:
+				if err != nil || next.count() != 1 || next.conf != byClient {
+					t.Fatalf("forwarded %d times, confirmation %+v, %v", next.count(), next.conf, err)
+				}
+				// The same round again: refused, not run twice.
+				_, err := h.Serve(t.Context(), retryOf(c, token, nil))
+				wantWireError(t, err, requeststate.WireCode)
+			case tc.asks:
+				qs, _ := inputRequired(t, res)
+				if _, ok := qs[stage.ConfirmKey]; !ok || next.count() != 0 {
+					t.Errorf("questions %v, forwarded %d times; want the confirmation asked", qs, next.count())
+				}
+			default:
+				wantToolError(t, res, err, "was not run")
+			}
+			if !tc.runs && (next.count() != 0 || rc.Confirmation != nil) {
+				t.Errorf("forwarded %d times, confirmation %+v", next.count(), rc.Confirmation)
+			}
+		})
+	}
+}
