@@ -294,3 +294,70 @@ func TestLegacyQuestions(t *testing.T) {
 		t.Errorf("final step %+v, %v", step, err)
 	}
 }
+
+// TestModernQuestions: a 2026-07-28 upstream's input_required result is a
+// step with its questions, raw, and its requestState; the answers go back
+// with that state, on the same exchange or on a new one that resumes it.
+func TestModernQuestions(t *testing.T) {
+	t.Parallel()
+	s := newServer(nil)
+	s.AddTool(&mcp.Tool{Name: "ask", InputSchema: objectSchema}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if req.Params.RequestState == "" {
+			return &mcp.CallToolResult{RequestState: "round-1", InputRequests: mcp.InputRequestMap{"name": &mcp.ElicitParams{
+				Mode: "form", Message: "name?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}}}, nil
+		}
+		res, _ := req.Params.InputResponses["name"].(*mcp.ElicitResult)
+		if req.Params.RequestState != "round-1" || res == nil {
+			return nil, errors.New("not the first round's state and answer")
+		}
+		return textResult(res.Action + ":" + res.Content["name"].(string)), nil
+	})
+	m := &memServer{s: s}
+	r := run(t, Spec{Name: "up", Era: EraModern, Connect: m.connect}, nil)
+	r.up()
+	answers := mcp.InputResponseMap{"name": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ada"}}}
+
+	ex, err := r.c.Start(t.Context(), Request{Method: MethodCallTool, Name: "ask", Arguments: []byte(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	step, err := ex.Next(t.Context())
+	if err != nil || len(step.Questions) != 1 || step.State != "round-1" || !ex.Stateless() {
+		t.Fatalf("first step %+v, %v; want one question and the upstream's state", step, err)
+	}
+	q := step.Questions[0]
+	if q.Key != "name" || q.Method != MethodElicit || !strings.Contains(string(q.Raw), `"message":"name?"`) {
+		t.Errorf("question %+v raw %s", q, q.Raw)
+	}
+	ex.Answer(answers)
+	if step, err := ex.Next(t.Context()); err != nil || resultText(t, step) != "accept:ada" {
+		t.Errorf("answered on the same exchange: %+v, %v", step, err)
+	}
+
+	resumed, err := r.c.Start(t.Context(), Request{Method: MethodCallTool, Name: "ask", Arguments: []byte(`{}`), Resume: &Resume{State: "round-1", Answers: answers}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resumed.Close()
+	if step, err := resumed.Next(t.Context()); err != nil || resultText(t, step) != "accept:ada" {
+		t.Errorf("resumed on a new exchange: %+v, %v", step, err)
+	}
+}
+
+// TestLegacyCannotResume: a legacy upstream's call cannot be continued
+// from a requestState, and the refusal holds no slot.
+func TestLegacyCannotResume(t *testing.T) {
+	t.Parallel()
+	m := &memServer{s: newServer(nil)}
+	r := run(t, Spec{Name: "up", Era: EraLegacy, Connect: m.connect}, &Options{MaxInflight: 1})
+	r.up()
+	for range 2 {
+		if _, err := r.c.Start(t.Context(), Request{Method: MethodCallTool, Name: "echo", Resume: &Resume{State: "x"}}); err == nil || !strings.Contains(err.Error(), "cannot be resumed") {
+			t.Errorf("Start with a requestState = %v", err)
+		}
+	}
+	if step, err := r.call(t.Context(), "echo", `{}`); err != nil || step.Result == nil {
+		t.Errorf("echo after the refusals = %+v, %v", step, err)
+	}
+}
