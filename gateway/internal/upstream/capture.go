@@ -207,8 +207,11 @@ func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // maxCapture bounds what a tee buffers for one message, as the SDK bounds
-// an event.
-const maxCapture = mcp.DefaultMaxEventSize
+// an event; an SSE tee keeps at most keepBuffer between events.
+const (
+	maxCapture = mcp.DefaultMaxEventSize
+	keepBuffer = 64 << 10
+)
 
 // jsonTee buffers a JSON response body as the SDK reads it and captures
 // its result at the end.
@@ -293,6 +296,15 @@ func (s *sseTee) endLine() {
 			}
 		}
 		s.data, s.over = s.data[:0], false
+		// Buffers grown for a long event are not kept for the rest of the
+		// stream.
+		if cap(s.data) > keepBuffer {
+			s.data = nil
+		}
+		if cap(s.line) > keepBuffer {
+			s.line = nil
+		}
+	case s.over: // the event is too long to capture: keep none of it
 	case bytes.HasPrefix(line, []byte("data:")):
 		v := bytes.TrimPrefix(line[5:], []byte(" "))
 		if len(s.data) > 0 {
