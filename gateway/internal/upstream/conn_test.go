@@ -211,6 +211,10 @@ func TestCallBounds(t *testing.T) {
 		t.Run(era, func(t *testing.T) {
 			t.Parallel()
 			s := newServer(nil)
+			s.AddTool(&mcp.Tool{Name: "slow", InputSchema: objectSchema}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			})
 			entered, left := make(chan struct{}, 4), make(chan struct{}, 4)
 			s.AddTool(&mcp.Tool{Name: "hang", InputSchema: objectSchema}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				entered <- struct{}{}
@@ -222,13 +226,11 @@ func TestCallBounds(t *testing.T) {
 			r := run(t, Spec{Name: "up", Era: era, Connect: m.connect, CallTimeout: 100 * time.Millisecond}, &Options{MaxInflight: 1})
 			r.up()
 
-			_, err := r.call(t.Context(), "hang", `{}`)
+			_, err := r.call(t.Context(), "slow", `{}`)
 			var te *TransientError
 			if !errors.As(err, &te) || te.Kind != FailTimeout {
 				t.Errorf("slow call = %v (%T), want a transient timeout", err, err)
 			}
-			<-entered
-			<-left
 
 			ctx, cancel := context.WithCancel(t.Context())
 			ex, err := r.c.Start(ctx, Request{Method: MethodCallTool, Name: "hang", Arguments: []byte(`{}`)})
