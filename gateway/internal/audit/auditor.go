@@ -56,6 +56,11 @@ type Options struct {
 	// BatchSize is the most records written in one transaction. Zero
 	// means 128.
 	BatchSize int
+	// Window is how long the writer gathers records after the first of a
+	// batch before it writes them in one transaction (group commit), unless
+	// BatchSize records come first. Zero means 2ms; negative writes what is
+	// queued at once.
+	Window time.Duration
 	// MaxArgsBytes bounds the argument values recorded at LevelFull;
 	// larger arguments are recorded by their digest only. Zero means
 	// 16 KiB.
@@ -98,6 +103,9 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if c.BatchSize <= 0 {
 		c.BatchSize = 128
+	}
+	if c.Window == 0 {
+		c.Window = 2 * time.Millisecond
 	}
 	if c.MaxArgsBytes <= 0 {
 		c.MaxArgsBytes = 16 << 10
@@ -400,22 +408,47 @@ func (a *Auditor) enqueue(r *Record) {
 func (a *Auditor) writer() {
 	defer close(a.done)
 	batch := make([]*Record, 0, a.opts.BatchSize)
+	window := time.NewTimer(time.Hour)
+	window.Stop()
 	for r := range a.queue {
-		batch = append(batch[:0], r)
-	fill:
-		for len(batch) < a.opts.BatchSize {
-			select {
-			case r, ok := <-a.queue:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, r)
-			default:
-				break fill
-			}
-		}
+		batch = a.gather(append(batch[:0], r), window)
 		a.writeBatch(batch)
 	}
+}
+
+// gather adds queued records to batch until it holds BatchSize, the
+// window has passed, the queue is closed or Close gives up.
+func (a *Auditor) gather(batch []*Record, window *time.Timer) []*Record {
+	if a.opts.Window > 0 {
+		window.Reset(a.opts.Window)
+		defer window.Stop()
+	}
+	for len(batch) < a.opts.BatchSize {
+		select {
+		case r, ok := <-a.queue:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, r)
+			continue
+		default:
+		}
+		if a.opts.Window <= 0 {
+			return batch
+		}
+		select {
+		case r, ok := <-a.queue:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, r)
+		case <-window.C:
+			return batch
+		case <-a.stopCtx.Done():
+			return batch
+		}
+	}
+	return batch
 }
 
 func (a *Auditor) writeBatch(batch []*Record) {
