@@ -56,8 +56,8 @@ func (l *Log) Serve(ctx context.Context, c *call.Call, next call.Handler) (json.
 		attrs = append(attrs, slog.Int("notificationsDropped", n))
 	}
 	if r := c.Resolution; r != nil {
-		attrs = append(attrs, slog.Group("resolution", "source", r.Source,
-			"readOnly", r.Annotations.ReadOnlyHint, "destructive", r.Annotations.DestructiveHint))
+		attrs = append(attrs, slog.GroupAttrs("resolution", slog.String("source", r.Source),
+			slog.Bool("readOnly", r.Annotations.ReadOnlyHint), slog.Bool("destructive", r.Annotations.DestructiveHint)))
 	}
 	attrs = logDecision(attrs, c)
 	l.Logger.LogAttrs(ctx, level, "call", attrs...)
@@ -70,20 +70,21 @@ func logDecision(attrs []slog.Attr, c *call.Call) []slog.Attr {
 	if d == nil {
 		return attrs
 	}
-	g := []any{"verdict", string(d.Verdict), "reason", d.Reason}
+	g := make([]slog.Attr, 0, 6)
+	g = append(g, slog.String("verdict", string(d.Verdict)), slog.String("reason", d.Reason))
 	if d.Rule != "" {
-		g = append(g, "rule", d.Rule)
+		g = append(g, slog.String("rule", d.Rule))
 	}
 	if d.DryRun {
-		g = append(g, "dryRun", true)
+		g = append(g, slog.Bool("dryRun", true))
 	}
 	if d.OutOfBand {
-		g = append(g, "outOfBand", true)
+		g = append(g, slog.Bool("outOfBand", true))
 	}
 	if cf := c.Confirmation; cf != nil {
-		g = append(g, "confirmedBy", cf.By)
+		g = append(g, slog.String("confirmedBy", cf.By))
 	}
-	return append(attrs, slog.Group("decision", g...))
+	return append(attrs, slog.GroupAttrs("decision", g...))
 }
 
 func targetKey(method string) string {
