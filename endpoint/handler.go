@@ -1,13 +1,13 @@
 package endpoint
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -495,27 +495,40 @@ func isArray(req *http.Request, limit int64) bool {
 		return false
 	}
 	orig := req.Body
-	br := bufio.NewReader(orig)
-	var space []byte
-	var rest io.Reader = br
+	head := make([]byte, 0, 128) // what was read: a request's first bytes, no more than it needs
+	var rest io.Reader = orig
 	array := false
-	for int64(len(space)) <= limit {
-		c, err := br.ReadByte()
-		if err != nil {
-			if err != io.EOF {
-				rest = errReader{err} // the same error, after the same bytes
-			}
+	for {
+		if len(head) == cap(head) {
+			head = slices.Grow(head, len(head))
+		}
+		n, err := orig.Read(head[len(head):cap(head)])
+		from := len(head)
+		head = head[:from+n]
+		if err != nil && err != io.EOF {
+			rest = errReader{err} // the same error, after the same bytes
+		}
+		if i := firstNonSpace(head[from:]); i >= 0 {
+			array = head[from+i] == '[' && int64(from+i) <= limit
 			break
 		}
-		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-			_ = br.UnreadByte()
-			array = c == '['
+		if err != nil || int64(len(head)) > limit {
 			break
 		}
-		space = append(space, c)
 	}
-	req.Body = readCloser{io.MultiReader(bytes.NewReader(space), rest), orig}
+	req.Body = readCloser{io.MultiReader(bytes.NewReader(head), rest), orig}
 	return array
+}
+
+// firstNonSpace returns the index of the first byte of b that is not JSON
+// whitespace, or -1.
+func firstNonSpace(b []byte) int {
+	for i, c := range b {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return i
+		}
+	}
+	return -1
 }
 
 // requestID returns the id of the JSON-RPC request in req's body, if it
