@@ -312,3 +312,19 @@ func BenchmarkWrite128(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWriteSQLite: what a record costs by the size of the batch it
+// is written in, the writer's group commit at work (one record per
+// transaction without it, at low concurrency).
+func BenchmarkWriteSQLite(b *testing.B) {
+	for _, n := range []int{1, 2, 8, 32, 128} {
+		b.Run("records="+strconv.Itoa(n), func(b *testing.B) {
+			s, err := sqlstore.Open(b.Context(), "sqlite:"+filepath.Join(b.TempDir(), "audit.db"), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			storetest.BenchWrite(b, s, n)
+		})
+	}
+}
