@@ -26,7 +26,8 @@ var ErrNoPassthrough = errors.New("upstream cannot take requests as they came")
 // Post sends one JSON-RPC request to the upstream's endpoint as it is, with
 // header (the client's standard MCP headers) and the upstream's own
 // configured headers, and returns the response for the caller to read and
-// close. It is bounded by CallTimeout. An upstream that is down, a lost
+// close. It counts against the upstream's calls in flight until cancel is
+// called, and is bounded by CallTimeout. An upstream that is down, a lost
 // connection and a timeout are [TransientError]s; the caller classifies
 // the response's status.
 func (c *Conn) Post(ctx context.Context, body []byte, header http.Header) (*http.Response, context.CancelFunc, error) {
@@ -37,7 +38,13 @@ func (c *Conn) Post(ctx context.Context, body []byte, header http.Header) (*http
 	if !ok {
 		return nil, nil, c.downError(ErrNoPassthrough)
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.spec.CallTimeout)
+	select {
+	case c.inflight <- struct{}{}:
+	default:
+		return nil, nil, fmt.Errorf("upstream %q has %d calls in flight, its limit", c.spec.Name, cap(c.inflight))
+	}
+	ctx, end := context.WithTimeout(ctx, c.spec.CallTimeout)
+	cancel := func() { end(); <-c.inflight }
 	s := &sink{}
 	req, err := http.NewRequestWithContext(traceWrites(ctx, s), http.MethodPost, c.spec.URL, bytes.NewReader(body))
 	if err != nil {
