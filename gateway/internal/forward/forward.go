@@ -223,10 +223,12 @@ func (f *Forward) send(ctx context.Context, c *call.Call) (json.RawMessage, erro
 		return f.passthrough(ctx, c)
 	case sessionPassable(c):
 		return f.sessionPassthrough(ctx, c)
+	case crossPassable(c):
+		return f.crossPassthrough(ctx, c)
 	case c.Client.Modern():
 		return f.modern(ctx, c)
 	}
-	return f.legacy(ctx, c)
+	return f.legacy(ctx, c, nil)
 }
 
 // statePayload is what the gateway seals into the requestState it gives a
@@ -460,8 +462,10 @@ func (f *Forward) modern(ctx context.Context, c *call.Call) (json.RawMessage, er
 }
 
 // legacy serves a client that answers within the call (2025-11-25 and
-// older): questions become requests through its Conn.
-func (f *Forward) legacy(ctx context.Context, c *call.Call) (json.RawMessage, error) {
+// older): questions become requests through its Conn. first is the step
+// of a first round already sent to a 2026-07-28 upstream (its questions),
+// nil to start the call.
+func (f *Forward) legacy(ctx context.Context, c *call.Call, first *upstream.Step) (json.RawMessage, error) {
 	m, err := upstreamMeta(ctx, c)
 	if err != nil {
 		return nil, err
@@ -474,16 +478,21 @@ func (f *Forward) legacy(ctx context.Context, c *call.Call) (json.RawMessage, er
 		rl.flush(ctx)
 		c.NotificationsDropped = rl.droppedCount()
 	}()
-	ex, err := c.Upstream.Start(ctx, upstream.Request{Method: c.Method, Name: c.Target, Arguments: c.Arguments, Meta: m, Peer: rl})
-	if err != nil {
-		return nil, upstreamError(c.Upstream, err)
+	req := upstream.Request{Method: c.Method, Name: c.Target, Arguments: c.Arguments, Meta: m, Peer: rl}
+	var ex upstream.Exchange
+	if first == nil {
+		if ex, err = c.Upstream.Start(ctx, req); err != nil {
+			return nil, upstreamError(c.Upstream, err)
+		}
+		defer ex.Close()
 	}
-	defer ex.Close()
+	step := first
 	shed := 0
 	for round := 0; ; round++ {
-		step, err := ex.Next(ctx)
-		if err != nil {
-			return nil, upstreamError(c.Upstream, err)
+		if step == nil {
+			if step, err = ex.Next(ctx); err != nil {
+				return nil, upstreamError(c.Upstream, err)
+			}
 		}
 		if step.Result != nil {
 			c.Outcome = outcomeOf(step.Result)
@@ -492,19 +501,28 @@ func (f *Forward) legacy(ctx context.Context, c *call.Call) (json.RawMessage, er
 		if round >= f.maxRounds {
 			return nil, internalError("%s %q: the upstream asked more than %d rounds of questions", c.Method, text.Clip(c.Name, quoteLimit), f.maxRounds)
 		}
+		var answers mcp.InputResponseMap
 		if len(step.Questions) == 0 {
 			// Load shedding: retry after a pause.
 			shed++
 			if err := sleep(ctx, min(50*time.Millisecond<<min(shed, 5), maxBackoff)); err != nil {
 				return nil, err
 			}
-			ex.Answer(nil)
-			continue
+		} else {
+			answers = f.ask(ctx, c, step.Questions)
 		}
-		answers := f.ask(ctx, c, step.Questions)
-		if err := ex.Answer(answers); err != nil {
+		if ex == nil {
+			// The first round went by the cross passthrough: the
+			// upstream's call resumes from its state.
+			req.Resume = &upstream.Resume{State: step.State, Answers: answers}
+			if ex, err = c.Upstream.Start(ctx, req); err != nil {
+				return nil, upstreamError(c.Upstream, err)
+			}
+			defer ex.Close()
+		} else if err := ex.Answer(answers); err != nil && answers != nil {
 			return nil, internalError("%v", err)
 		}
+		step = nil
 	}
 }
 

@@ -74,7 +74,17 @@ func passable(c *call.Call) bool {
 // into the gateway's own and its keys namespaced as on the decoded path.
 func (f *Forward) passthrough(ctx context.Context, c *call.Call) (json.RawMessage, error) {
 	body := wire.Request(json.RawMessage("1"), c.Method, params(ctx, c))
-	resp, cancel, err := c.Upstream.Post(ctx, body, headers(c))
+	msg, err := f.roundTrip(ctx, c, body, headers(c))
+	if err != nil {
+		return nil, err
+	}
+	return f.response(c, msg)
+}
+
+// roundTrip posts body to a 2026-07-28 upstream and returns its response
+// message, passing the notifications before it to the client's Conn.
+func (f *Forward) roundTrip(ctx context.Context, c *call.Call, body []byte, h http.Header) ([]byte, error) {
+	resp, cancel, err := c.Upstream.Post(ctx, body, h)
 	if err != nil {
 		return nil, upstreamError(c.Upstream, err)
 	}
@@ -107,14 +117,14 @@ func (f *Forward) passthrough(ctx context.Context, c *call.Call) (json.RawMessag
 		if len(msg) > maxEvent {
 			return nil, internalError("upstream %q: an answer longer than %d bytes", c.Upstream.Name(), maxEvent)
 		}
-		return f.response(c, msg)
+		return msg, nil
 	}
 	r := readers.Get().(*bufio.Reader)
 	r.Reset(resp.Body)
 	defer func() { r.Reset(nil); readers.Put(r) }()
 	msg, err := f.streamEvents(ctx, c, r)
 	if msg != nil {
-		return f.response(c, msg)
+		return msg, nil
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()

@@ -48,14 +48,22 @@ func sessionPassable(c *call.Call) bool {
 	if _, ok := c.Upstream.SessionPassthrough(); !ok {
 		return false
 	}
-	if len(c.Meta) > 0 {
-		for _, k := range []string{"progressToken", mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities, mcp.MetaKeyLogLevel} {
-			if _, has, _ := rawjson.Get(c.Meta, k); has {
-				return false
-			}
+	return !mapsMeta(c)
+}
+
+// mapsMeta reports a legacy client's call whose _meta the decoded path
+// rewrites: a progress token (replaced by one of the gateway's own), or
+// keys that only a 2026-07-28 request carries.
+func mapsMeta(c *call.Call) bool {
+	if len(c.Meta) == 0 {
+		return false
+	}
+	for _, k := range []string{"progressToken", mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities, mcp.MetaKeyLogLevel} {
+		if _, has, _ := rawjson.Get(c.Meta, k); has {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // sessionPassthrough sends a legacy client's tools/call to a legacy

@@ -513,6 +513,15 @@ func isMethodNotFound(err error) bool {
 	return errors.As(err, &we) && we.Code == jsonrpc.CodeMethodNotFound
 }
 
+// ClientInfo is how the gateway introduces itself to the upstream: in its
+// initialize request, and in the _meta of its 2026-07-28 requests.
+func (c *Conn) ClientInfo() *mcp.Implementation {
+	if c.opts.ClientInfo == nil {
+		return &mcp.Implementation{Name: "preflight-gateway"}
+	}
+	return c.opts.ClientInfo
+}
+
 // newClient builds the SDK client the Conn connects with: automatic MRTR
 // off (the gateway passes input_required on), every kind of question
 // declared (they are routed to the client of the call that asked), the
@@ -520,10 +529,7 @@ func isMethodNotFound(err error) bool {
 // with the policy hints and security schemes of their resolutions),
 // and handlers for the upstream's notifications.
 func (c *Conn) newClient() *mcp.Client {
-	info := c.opts.ClientInfo
-	if info == nil {
-		info = &mcp.Implementation{Name: "preflight-gateway"}
-	}
+	info := c.ClientInfo()
 	caps := &mcp.ClientCapabilities{
 		RootsV2:     &mcp.RootCapabilities{},
 		Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}},

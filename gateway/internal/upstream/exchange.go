@@ -263,11 +263,22 @@ func (m *modernExchange) Next(ctx context.Context) (*Step, error) {
 	if err != nil {
 		return nil, err
 	}
-	needs, state, asks := inputOf(res.Typed)
+	step, needs := InputStep(res)
 	if !needs {
 		return &Step{Result: res}, nil
 	}
-	m.state = state
+	m.state = step.State
+	return step, nil
+}
+
+// InputStep reports whether a 2026-07-28 upstream's result is
+// input_required, and returns the step it makes: its questions, in the
+// order of their keys, and its requestState.
+func InputStep(res *Result) (*Step, bool) {
+	needs, state, asks := inputOf(res.Typed)
+	if !needs {
+		return nil, false
+	}
 	step := &Step{State: state}
 	rawAsks, _, _ := rawjson.Get(res.Raw, "inputRequests")
 	rawByKey := map[string]json.RawMessage{}
@@ -284,7 +295,7 @@ func (m *modernExchange) Next(ctx context.Context) (*Step, error) {
 		step.Questions = append(step.Questions, q)
 	}
 	sortQuestions(step.Questions)
-	return step, nil
+	return step, true
 }
 
 func (m *modernExchange) Answer(answers mcp.InputResponseMap) error {
