@@ -124,7 +124,7 @@ func TestApprovalsFromConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = setup.Options(context.Background(), cfg, nil)
-	if err == nil || !strings.Contains(err.Error(), "configuration: approvals.store: approval store (postgres at 127.0.0.1:1)") || strings.Contains(err.Error(), "hunter2") {
+	if err == nil || !strings.Contains(err.Error(), "configuration: approvals.store: approval store: postgres at 127.0.0.1:1") || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("an unreachable PostgreSQL: %v", err)
 	}
 }
