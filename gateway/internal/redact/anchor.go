@@ -1,7 +1,6 @@
 package redact
 
 import (
-	"regexp"
 	"regexp/syntax"
 	"slices"
 	"strings"
@@ -35,7 +34,7 @@ type plan struct {
 	elems    map[int][]elemOcc // keyword index -> element strings holding it
 	start    startBound        // where a match starts at the earliest, from the element's start
 	end      endBound          // where a match ends at the latest, from the element's end
-	check    *regexp.Regexp    // anchored necessary condition on the suffix; nil when none
+	check    *lazyRegexp       // anchored necessary condition on the suffix; nil when none
 	checkLen int               // bytes of text check needs
 	quick    *quickCheck       // a cheaper necessary condition run before check; nil when none
 	// before and after are literals (lower case) that every match holds
@@ -423,12 +422,12 @@ func runeWidth(r rune, fold bool) int {
 // buildCheck returns an anchored expression that every suffix of a match
 // starts with, reading at most maxCheckBytes, and how many bytes it reads;
 // false when it would say nothing.
-func buildCheck(suffix []*syntax.Regexp) (*regexp.Regexp, int, bool) {
+func buildCheck(suffix []*syntax.Regexp) (*lazyRegexp, int, bool) {
 	p := prefixOfSeq(suffix, maxCheckBytes)
 	if p == nil || maxLen(p) <= 0 {
 		return nil, 0, false
 	}
-	re, err := regexp.Compile(`^(?:` + p.String() + `)`)
+	re, err := compileLazy(`^(?:` + p.String() + `)`)
 	if err != nil {
 		return nil, 0, false
 	}

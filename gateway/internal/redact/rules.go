@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -29,8 +28,8 @@ type gitleaksRules struct {
 // gitleaksRule is one rule of a configuration.
 type gitleaksRule struct {
 	id          string
-	re          *regexp.Regexp // nil: the rule only matches file names
-	path        string         // not empty: the rule applies to these file names only
+	re          *lazyRegexp // nil: the rule only matches file names
+	path        string      // not empty: the rule applies to these file names only
 	secretGroup int
 	entropy     float64
 	keywords    []string // lower case
@@ -43,7 +42,7 @@ type gitleaksRule struct {
 type allowlist struct {
 	and       bool   // every check must pass, not one
 	target    string // what regexes test: "" (the secret), "match" or "line"
-	regexes   []*regexp.Regexp
+	regexes   []*lazyRegexp
 	stopWords []string // lower case, sorted, without duplicates
 	stop      *keywordMatcher
 	commits   []string
@@ -116,7 +115,7 @@ func parseGitleaksRules(file []byte) (*gitleaksRules, error) {
 		}
 		r := gitleaksRule{id: tr.ID, path: tr.Path, secretGroup: tr.SecretGroup, entropy: tr.Entropy, skipReport: tr.SkipReport}
 		if tr.Regex != "" {
-			re, err := regexp.Compile(tr.Regex)
+			re, err := compileLazy(tr.Regex)
 			if err != nil {
 				return nil, fmt.Errorf("redact: gitleaks rule %s: %w", tr.ID, err)
 			}
@@ -205,7 +204,7 @@ func newAllowlist(ta *tomlAllowlist) (*allowlist, error) {
 		return nil, fmt.Errorf("allowlist regexTarget %q", ta.RegexTarget)
 	}
 	for _, s := range ta.Regexes {
-		re, err := regexp.Compile(s)
+		re, err := compileLazy(s)
 		if err != nil {
 			return nil, fmt.Errorf("allowlist: %w", err)
 		}

@@ -3,7 +3,6 @@ package redact
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"regexp/syntax"
 	"slices"
 	"sort"
@@ -27,7 +26,7 @@ type ruleSet struct {
 // secretRule is one gitleaks rule.
 type secretRule struct {
 	id          string
-	re          *regexp.Regexp
+	re          *lazyRegexp
 	secretGroup int
 	entropy     float64
 	allow       []*allowlist
