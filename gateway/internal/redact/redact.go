@@ -82,7 +82,7 @@ type Options struct {
 type Redactor struct {
 	from, withhold, sensitive hints.Sensitivity
 	maxBytes                  int
-	rules                     *ruleSet // nil when secrets are not looked for
+	rules                     func() (*ruleSet, error) // nil when secrets are not looked for
 	pii                       []piiScanner
 }
 
@@ -110,8 +110,10 @@ func numbers(scan func(t string, runs []int, emit func(start, end int))) func(st
 	}
 }
 
-// New returns a Redactor. It compiles gitleaks' default rules the first
-// time it is called in a process (some tens of milliseconds).
+// New returns a Redactor. gitleaks' default rules are loaded once a
+// process, when a Redactor first scans a result for secrets (some tens of
+// milliseconds), so that a gateway whose results are never redacted
+// never holds them.
 func New(opts *Options) (*Redactor, error) {
 	var o Options
 	if opts != nil {
@@ -159,11 +161,7 @@ func New(opts *Options) (*Redactor, error) {
 	for _, k := range kinds {
 		switch k {
 		case Secrets:
-			rs, err := secretRules()
-			if err != nil {
-				errs = append(errs, err)
-			}
-			r.rules = rs
+			r.rules = secretRules
 		case Email:
 			r.pii = append(r.pii, piiScanner{kind: string(k), scan: whole(scanEmails)})
 		case Phone:
@@ -442,10 +440,15 @@ func (r *Redactor) scanAll(t string, budget *int, emit func(kind string, start, 
 	return true
 }
 
-// scan runs every detector over t; false when the budget ran out.
+// scan runs every detector over t; false when the budget ran out, or
+// when the secret rules do not load (the embedded rules always do: a test
+// loads them), so that the result is withheld rather than unscanned.
 func (r *Redactor) scan(t string, budget *int, emit func(kind string, start, end int)) bool {
-	if r.rules != nil && !r.rules.scan(t, budget, func(f secretFinding) { emit(f.rule, f.start, f.end) }) {
-		return false
+	if r.rules != nil {
+		rs, err := r.rules()
+		if err != nil || !rs.scan(t, budget, func(f secretFinding) { emit(f.rule, f.start, f.end) }) {
+			return false
+		}
 	}
 	var runs []int
 	if len(r.pii) > 0 {

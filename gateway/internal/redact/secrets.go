@@ -8,11 +8,19 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
-// secretRules are gitleaks' default rules, compiled once per process.
+// secretRules are gitleaks' default rules, loaded once per process.
 var secretRules = sync.OnceValues(loadSecretRules)
+
+// rulesLoaded is set when the process has loaded gitleaks' rules.
+var rulesLoaded atomic.Bool
+
+// RulesLoaded reports whether this process has loaded gitleaks' rules,
+// which a [Redactor] does when it first scans a result for secrets.
+func RulesLoaded() bool { return rulesLoaded.Load() }
 
 // ruleSet is a compiled rule set with its keyword automaton.
 type ruleSet struct {
@@ -38,6 +46,7 @@ type secretRule struct {
 }
 
 func loadSecretRules() (*ruleSet, error) {
+	rulesLoaded.Store(true)
 	cfg, err := parseGitleaksRules(gitleaksTOML)
 	if err != nil {
 		return nil, err
