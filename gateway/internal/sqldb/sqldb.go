@@ -253,22 +253,26 @@ func (db *DB) ConnectionLost(err error) bool {
 	return len(pe.Code) == 5 && (pe.Code[:2] == "08" || pe.Code[:2] == "57")
 }
 
-// password matches a password given as a parameter.
-var password = regexp.MustCompile(`(?i)(password=)[^&\s]*`)
+// password matches a password given as a parameter, in a URL's query or
+// as a keyword/value pair (quoted or not).
+var password = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^&\s]*)`)
 
-// Redact returns spec with its password hidden, for messages.
+// Redact returns spec with its password hidden, for messages. A URL's
+// userinfo ends at its last '@': a password written unescaped may hold
+// '@', '/', '?' or '#', and what follows the user's ':' up to there is
+// hidden.
 func Redact(spec string) string {
 	spec = password.ReplaceAllString(spec, "${1}xxxxx")
 	scheme, rest, ok := strings.Cut(spec, "://")
 	if !ok {
 		return text.Clip(spec, 200)
 	}
-	userinfo, host, ok := strings.Cut(rest, "@")
-	if !ok || strings.ContainsAny(userinfo, "/?#") {
+	at := strings.LastIndexByte(rest, '@')
+	if at < 0 {
 		return text.Clip(spec, 200)
 	}
-	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
-		return text.Clip(scheme+"://"+user+":xxxxx@"+host, 200)
+	if user, _, hasPass := strings.Cut(rest[:at], ":"); hasPass {
+		return text.Clip(scheme+"://"+user+":xxxxx"+rest[at:], 200)
 	}
 	return text.Clip(spec, 200)
 }

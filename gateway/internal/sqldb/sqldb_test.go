@@ -191,9 +191,29 @@ func TestRedact(t *testing.T) {
 		"postgres://u@h/db":                         "postgres://u@h/db",
 		"postgres://h/db?password=pw&x=1":           "postgres://h/db?password=xxxxx&x=1",
 		"sqlite:/var/lib/a.db":                      "sqlite:/var/lib/a.db",
+		// Passwords written unescaped, as PostgreSQL's URL parser takes
+		// some of them: the userinfo ends at the last '@'.
+		"postgres://u:p@ss@h/db":          "postgres://u:xxxxx@h/db",
+		"postgres://u:pa/ss@h/db":         "postgres://u:xxxxx@h/db",
+		"postgres://u:pa?ss#x@h/db":       "postgres://u:xxxxx@h/db",
+		"host=h password = 'a b' user=u":  "host=h password = xxxxx user=u",
+		"host=h password='it\\'s' user=u": "host=h password=xxxxx user=u",
 	} {
 		if got := sqldb.Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestOpenErrorHidesPassword(t *testing.T) {
+	for _, spec := range []string{
+		"postgres://u:se/cret@h/db",
+		"postgres://u:se@cret@h/db?pool_max_conns=x",
+		"host=h password = 'se cret'",
+	} {
+		_, err := sqldb.Open(context.Background(), spec, nil)
+		if err == nil || strings.Contains(err.Error(), "cret") {
+			t.Errorf("Open(%q) = %v, want an error without the password", spec, err)
 		}
 	}
 }
