@@ -84,10 +84,25 @@ func ForClient(client *Client, result json.RawMessage) json.RawMessage {
 	return result
 }
 
-// IsInputRequired reports an input_required result.
+// IsInputRequired reports an input_required result: one whose only
+// resultType member says so. With two, peers read it differently (the
+// SDK takes the last): it is not a question, so that what it holds is
+// redacted and tracked as a result.
 func IsInputRequired(result json.RawMessage) bool {
-	rt, _, _ := rawjson.GetString(result, "resultType")
-	return rt == "input_required"
+	if rt, _, _ := rawjson.GetString(result, "resultType"); rt != "input_required" {
+		return false
+	}
+	ms, err := rawjson.Members(result)
+	if err != nil {
+		return false
+	}
+	n := 0
+	for _, m := range ms {
+		if m.Key == "resultType" {
+			n++
+		}
+	}
+	return n == 1
 }
 
 // IsToolError reports a result with isError true.

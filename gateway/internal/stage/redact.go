@@ -70,7 +70,7 @@ func (s *Redact) Serve(ctx context.Context, c *call.Call, next call.Handler) (js
 		out, _ := redactBody(ctx, s.Redactor, c, level, res, logger)
 		return out, nil
 	}
-	if rt, _, _ := rawjson.GetString(res, "resultType"); rt == "input_required" || s.Redactor.Passes(level, res) {
+	if call.IsInputRequired(res) || s.Redactor.Passes(level, res) {
 		return res, nil
 	}
 	redactOther := redactRead
@@ -103,7 +103,7 @@ func ResultSensitivity(c *call.Call) hints.Sensitivity {
 // structuredContent and isError byte for byte. A body that cannot be read
 // when it must be redacted is withheld.
 func redactBody(ctx context.Context, r *redact.Redactor, c *call.Call, s hints.Sensitivity, body json.RawMessage, logger *slog.Logger) (json.RawMessage, bool) {
-	if rt, _, _ := rawjson.GetString(body, "resultType"); rt == "input_required" {
+	if call.IsInputRequired(body) {
 		return body, false
 	}
 	if r.Passes(s, body) {

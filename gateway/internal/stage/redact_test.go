@@ -57,6 +57,16 @@ func TestRedactKeepsTheUpstreamsBytes(t *testing.T) {
 	if out, _ := run(hints.SensitivityConfidential, q); !bytes.Equal(out, q) {
 		t.Error("a question was changed")
 	}
+	// A result that names itself input_required first and complete last
+	// is complete to the SDK (the last member wins): it is redacted.
+	for _, twice := range []string{
+		`{"resultType":"input_required","content":[{"type":"text","text":"mail jane.doe@example.com"}],"resultType":"complete"}`,
+		`{"resultType":"input_required","content":[{"type":"text","text":"mail jane.doe@example.com"}],"result\u0054ype":"complete"}`,
+	} {
+		if out, _ := run(hints.SensitivityConfidential, json.RawMessage(twice)); strings.Contains(string(out), "jane.doe") {
+			t.Errorf("a result with two resultTypes passed unredacted: %s", out)
+		}
+	}
 	if got, c := run(hints.SensitivityRestricted, in); !strings.Contains(string(got), `"isError":true`) || strings.Contains(string(got), "structuredContent") ||
 		!strings.Contains(string(got), "withheld") || c.Redaction == nil || !c.Redaction.Withheld {
 		t.Errorf("restricted: %s, %+v", got, c.Redaction)
