@@ -72,8 +72,8 @@ func newStaticTokens(tokens []Token) (*staticTokens, error) {
 		if !ok || err != nil || len(raw) != sha256.Size {
 			return nil, fmt.Errorf("auth: tokens[%d]: sha256 is not sha256: and 64 hexadecimal digits", i)
 		}
-		if t.Principal == "" || strings.ContainsFunc(t.Principal, unicode.IsControl) {
-			return nil, fmt.Errorf("auth: tokens[%d]: no principal, or one with control characters", i)
+		if t.Principal == "" || utf8.RuneCountInString(t.Principal) > MaxPrincipalLen || strings.ContainsFunc(t.Principal, unicode.IsControl) {
+			return nil, fmt.Errorf("auth: tokens[%d]: a principal has 1 to %d characters, none of them control characters", i, MaxPrincipalLen)
 		}
 		sum := [sha256.Size]byte(raw)
 		if seen[sum] {

@@ -165,6 +165,7 @@ func TestNewRefuses(t *testing.T) {
 		"bad hash":       {Tokens: []Token{{Principal: "a", SHA256: "sha256:00"}}},
 		"raw token":      {Tokens: []Token{{Principal: "a", SHA256: "pft_x"}}},
 		"no principal":   {Tokens: []Token{{SHA256: HashToken("x")}}},
+		"long principal": {Tokens: []Token{{Principal: strings.Repeat("p", MaxPrincipalLen+1), SHA256: HashToken("x")}}},
 		"duplicate":      {Tokens: []Token{{Principal: "a", SHA256: HashToken("x")}, {Principal: "b", SHA256: HashToken("x")}}},
 		"HS256":          {OAuth: with(good, func(o *OAuth) { o.Algorithms = []string{"HS256"} })},
 		"none":           {OAuth: with(good, func(o *OAuth) { o.Algorithms = []string{"none"} })},

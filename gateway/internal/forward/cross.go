@@ -63,7 +63,11 @@ func (f *Forward) crossPassthrough(ctx context.Context, c *call.Call) (json.RawM
 	if err := json.Unmarshal(res, &typed); err != nil {
 		return nil, internalError("upstream %q sent a malformed input_required result", c.Upstream.Name())
 	}
-	step, _ := upstream.InputStep(&upstream.Result{Raw: res, Typed: &typed})
+	step, ok := upstream.InputStep(&upstream.Result{Raw: res, Typed: &typed})
+	if !ok {
+		// Never post the call again: it was sent once already.
+		return nil, internalError("upstream %q sent a malformed input_required result", c.Upstream.Name())
+	}
 	return f.legacy(ctx, c, step)
 }
 

@@ -8,6 +8,7 @@ package wire
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -83,8 +84,8 @@ func Request(id json.RawMessage, method string, p Params) []byte {
 }
 
 // appendTracedMeta appends the _meta member of p: its trace context first,
-// then the members of p.Meta other than traceparent and tracestate, so
-// that none is repeated.
+// then the members of p.Meta other than traceparent and tracestate (in
+// any case), so that none is repeated.
 func appendTracedMeta(b []byte, p Params) []byte {
 	b = append(b, `"_meta":{"traceparent":`...)
 	b = AppendString(b, p.TraceParent)
@@ -94,7 +95,10 @@ func appendTracedMeta(b []byte, p Params) []byte {
 	}
 	members, _ := rawjson.Members(p.Meta) // judged: an object, or empty
 	for _, m := range members {
-		if m.Key == "traceparent" || m.Key == "tracestate" {
+		// Any spelling of the two is dropped, so that an upstream that
+		// matches keys without regard to case (Go's encoding/json) never
+		// reads the client's trace context after the gateway's.
+		if strings.EqualFold(m.Key, "traceparent") || strings.EqualFold(m.Key, "tracestate") {
 			continue
 		}
 		b = append(b, ',')

@@ -18,6 +18,7 @@ func TestRequestTraceContext(t *testing.T) {
 		{name: "client's context replaced", meta: `{"traceparent":"00-aa-bb-01","a":1,"tracestate":"x=y","progressToken":"p"}`,
 			state: "k=v", want: `{"traceparent":"` + tp + `","tracestate":"k=v","a":1,"progressToken":"p"}`},
 		{name: "escaped spelling replaced too", meta: `{"tr\u0061ceparent":"00-aa-bb-01"}`, want: `{"traceparent":"` + tp + `"}`},
+		{name: "any case replaced too", meta: `{"TraceParent":"00-aa-bb-01","TRACESTATE":"x=y","b":2}`, want: `{"traceparent":"` + tp + `","b":2}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := wire.Request(json.RawMessage("1"), "tools/call", wire.Params{Name: "f", Meta: json.RawMessage(tc.meta), TraceParent: tp, TraceState: tc.state})
