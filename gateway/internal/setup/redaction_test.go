@@ -33,6 +33,7 @@ func TestRedactionLoadsRulesOnFirstScan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { opts.Close() })
 		return opts
 	}
 	if redact.RulesLoaded() {
