@@ -27,6 +27,7 @@ import (
 	"go.yaml.in/yaml/v4"
 
 	"github.com/preflightmcp/preflight/gateway/config"
+	"github.com/preflightmcp/preflight/gateway/internal/jsonc"
 )
 
 // connect moves the MCP servers of a client's configuration file into a
@@ -2216,7 +2217,7 @@ const maxJSONDepth = 1000
 // parseJSONC parses a JSON file that may hold // and /* */ comments and
 // trailing commas, as VS Code, Cursor and Gemini CLI allow.
 func parseJSONC(data []byte) (*jsonDoc, error) {
-	clean, bad := stripComments(data)
+	clean, bad := jsonc.Strip(data)
 	if bad >= 0 {
 		line, col := jsonLineCol(data, bad)
 		return nil, fmt.Errorf("line %d, column %d: unterminated comment", line, col)
@@ -2373,56 +2374,6 @@ func (s *jscan) str() {
 		}
 	}
 	s.i++
-}
-
-// stripComments blanks out comments and trailing commas, keeping every
-// offset; it returns the offset of an unterminated block comment, or -1.
-func stripComments(data []byte) ([]byte, int) {
-	out := bytes.Clone(data)
-	blank := func(from, to int) {
-		for i := from; i < to; i++ {
-			if out[i] != '\n' && out[i] != '\r' {
-				out[i] = ' '
-			}
-		}
-	}
-	comma := -1
-	for i := 0; i < len(out); i++ {
-		switch c := out[i]; {
-		case c == '"':
-			comma = -1
-			for i++; i < len(out) && out[i] != '"'; i++ {
-				if out[i] == '\\' {
-					i++
-				}
-			}
-		case c == '/' && i+1 < len(out) && out[i+1] == '/':
-			end := bytes.IndexByte(out[i:], '\n')
-			if end < 0 {
-				end = len(out) - i
-			}
-			blank(i, i+end)
-			i += end - 1
-		case c == '/' && i+1 < len(out) && out[i+1] == '*':
-			end := bytes.Index(out[i+2:], []byte("*/"))
-			if end < 0 {
-				return nil, i
-			}
-			blank(i, i+2+end+2)
-			i += 2 + end + 1
-		case c == ',':
-			comma = i
-		case c == '}' || c == ']':
-			if comma >= 0 {
-				out[comma] = ' '
-			}
-			comma = -1
-		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
-		default:
-			comma = -1
-		}
-	}
-	return out, -1
 }
 
 // lineCol returns the 1-based line and column of offset off.
