@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,17 +32,63 @@ const (
 
 	// runTimeout stops a hung suite run; a run takes a few seconds.
 	runTimeout = 2 * time.Minute
+
+	// clientTimeout is the suite's bound on one client run: each starts a
+	// program (in the gateway's case a gateway too), all scenarios at
+	// once, which on a loaded two-core machine takes far longer than the
+	// suite's default 30 s.
+	clientTimeout = 3 * time.Minute
+	// clientRunTimeout stops a hung client leg.
+	clientRunTimeout = clientTimeout + 2*time.Minute
 )
 
-// Run runs the official conformance suite against the MCP server at url
-// (both protocol eras on that one URL), once per requirement set, each as a
-// subtest, and fails t if the suite exits non-zero or a scored scenario
-// fails or does not run. The suite's own output goes to a file (set
-// CONFORMANCE_OUTPUT=DIR to keep it, and the per-scenario checks.json
-// files, in DIR); the test logs only a summary, counted from checks.json.
+// Run runs the official conformance suite's server leg against the MCP
+// server at url (both protocol eras on that one URL), once per requirement
+// set, each as a subtest, and fails t if the suite exits non-zero or a
+// scored scenario fails or does not run. The suite's own output goes to a
+// file (set CONFORMANCE_OUTPUT=DIR to keep it, and the per-scenario
+// checks.json files, in DIR); the test logs only a summary, counted from
+// checks.json.
 //
 // Nothing here skips: a missing npm, Node.js or registry is a failure.
 func Run(t *testing.T, url string) {
+	t.Helper()
+	runLeg(t, leg{name: "server", target: []string{"--url", url}, timeout: runTimeout})
+}
+
+// RunClient runs the suite's client leg with command as the client, once
+// per requirement set, and judges it as [Run] does. For each scenario the
+// suite starts a test server and runs command with the server's URL as
+// its last argument and MCP_CONFORMANCE_SCENARIO, MCP_CONFORMANCE_PROTOCOL_VERSION
+// (and for some MCP_CONFORMANCE_CONTEXT) in its environment; the scenarios
+// run in parallel. The suite splits the command at spaces, so no part of
+// it may hold one.
+func RunClient(t *testing.T, command []string) {
+	t.Helper()
+	for _, part := range command {
+		if part == "" || strings.ContainsAny(part, " \t\n") {
+			t.Fatalf("conformance: client command part %q is empty or holds white space", part)
+		}
+	}
+	runLeg(t, leg{
+		name:     "client",
+		target:   []string{"--command", strings.Join(command, " "), "--timeout", strconv.Itoa(int(clientTimeout.Milliseconds()))},
+		timeout:  clientRunTimeout,
+		baseline: "client-",
+	})
+}
+
+// leg is what differs between the suite's two legs.
+type leg struct {
+	name     string        // "server" or "client": the suite's subcommand and requirement list
+	target   []string      // the arguments naming what is tested
+	timeout  time.Duration // bound on one suite run
+	baseline string        // put before the set in the expected-failures file's name
+}
+
+// runLeg runs one leg of the suite for every requirement set, each as a
+// subtest.
+func runLeg(t *testing.T, l leg) {
 	t.Helper()
 	start := time.Now()
 	dir := testdataDir(t)
@@ -52,15 +99,16 @@ func Run(t *testing.T, url string) {
 	out := os.Getenv("CONFORMANCE_OUTPUT")
 	if out == "" {
 		out = t.TempDir()
-	} else if err := os.MkdirAll(out, 0o755); err != nil {
+	}
+	if err := os.MkdirAll(filepath.Join(out, l.name), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for _, req := range requirementSets {
 		t.Run(req, func(t *testing.T) {
-			runSuite(t, run{node: node, suite: suite, url: url, testdata: dir, out: out}, req)
+			runSuite(t, run{node: node, suite: suite, leg: l, testdata: dir, out: out}, req)
 		})
 	}
-	t.Logf("conformance: %d requirement sets in %v (including any npm ci)", len(requirementSets), time.Since(start).Round(time.Millisecond))
+	t.Logf("conformance %s leg: %d requirement sets in %v (including any npm ci)", l.name, len(requirementSets), time.Since(start).Round(time.Millisecond))
 }
 
 // testdataDir is this package's testdata directory, which pins the suite,
@@ -78,7 +126,7 @@ func testdataDir(t *testing.T) string {
 type run struct {
 	node     string // Node.js binary
 	suite    string // the suite's entry point (dist/index.js)
-	url      string // the fixture
+	leg      leg
 	testdata string // absolute path of testdata
 	out      string // directory for the suite's output
 }
@@ -86,31 +134,32 @@ type run struct {
 // runSuite runs the suite for one requirement set and judges it by its exit
 // code; it also fails if a scenario the set scores did not run or failed.
 func runSuite(t *testing.T, r run, req string) {
-	scored, err := scoredScenarios(filepath.Join(filepath.Dir(filepath.Dir(r.suite)), "requirements", req+".yaml"))
+	scored, err := scoredScenarios(filepath.Join(filepath.Dir(filepath.Dir(r.suite)), "requirements", req+".yaml"), r.leg.name)
 	if err != nil {
 		t.Fatalf("reading the %s requirement set: %v", req, err)
 	}
-	results := filepath.Join(r.out, req)
+	results := filepath.Join(r.out, r.leg.name, req)
 	if err := os.RemoveAll(results); err != nil {
 		t.Fatal(err)
 	}
-	logPath := filepath.Join(r.out, req+".log")
+	logPath := filepath.Join(r.out, r.leg.name, req+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer logFile.Close()
 
-	args := []string{r.suite, "server", "--url", r.url, "--requirements", req, "--output-dir", results}
+	args := append([]string{r.suite, r.leg.name}, r.leg.target...)
+	args = append(args, "--requirements", req, "--output-dir", results)
 	// A baseline of failures that cannot be fixed here, each with its
 	// reason, if there are any (see README.md).
-	expected := filepath.Join(r.testdata, "expected-failures-"+req+".yaml")
+	expected := filepath.Join(r.testdata, "expected-failures-"+r.leg.baseline+req+".yaml")
 	_, err = os.Stat(expected)
 	baseline := err == nil
 	if baseline {
 		args = append(args, "--expected-failures", expected)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), r.leg.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, r.node, args...)
 	cmd.Dir = t.TempDir() // in case the suite writes anything to its working directory
@@ -131,16 +180,16 @@ func runSuite(t *testing.T, r run, req string) {
 		t.Fatalf("running the suite: %v", runErr)
 	}
 	if ctx.Err() != nil {
-		t.Fatalf("the suite did not finish within %v; its output:\n%s", runTimeout, tail(logPath))
+		t.Fatalf("the suite did not finish within %v; its output:\n%s", r.leg.timeout, tail(logPath))
 	}
 
-	got, err := readResults(results)
+	got, err := readResults(results, r.leg.name)
 	if err != nil {
 		t.Fatalf("reading the suite's results: %v", err)
 	}
 	var (
-		passed, warned   int
-		failing, missing []string
+		passed, warned           int
+		failing, missing, hollow []string
 	)
 	for _, name := range scored {
 		res, ok := got[name]
@@ -149,6 +198,10 @@ func runSuite(t *testing.T, r run, req string) {
 			missing = append(missing, name)
 		case len(res.failures) > 0:
 			failing = append(failing, name+": "+strings.Join(res.failures, "; "))
+		case res.checks == 0:
+			// The suite passes a scenario without checks (a client that
+			// failed before it reached the server); this test does not.
+			hollow = append(hollow, name)
 		default:
 			passed++
 		}
@@ -175,6 +228,9 @@ func runSuite(t *testing.T, r run, req string) {
 	if len(missing) > 0 {
 		t.Errorf("scored scenarios that did not run: %s", strings.Join(missing, ", "))
 	}
+	if len(hollow) > 0 {
+		t.Errorf("scored scenarios that ran no check: %s", strings.Join(hollow, ", "))
+	}
 	for _, f := range failing {
 		if baseline {
 			// The exit code already says whether the failure is expected.
@@ -185,7 +241,7 @@ func runSuite(t *testing.T, r run, req string) {
 	}
 	switch {
 	case !t.Failed():
-	case len(failing) == 0 && len(missing) == 0:
+	case len(failing) == 0 && len(missing) == 0 && len(hollow) == 0:
 		// Nothing in checks.json explains the failure: show the output.
 		t.Logf("the suite's output, last lines:\n%s", tail(logPath))
 	case os.Getenv("CONFORMANCE_OUTPUT") == "":
@@ -195,9 +251,9 @@ func runSuite(t *testing.T, r run, req string) {
 	}
 }
 
-// scoredScenarios returns the server scenarios a requirement set scores:
-// the entries of its top-level "server:" list.
-func scoredScenarios(path string) ([]string, error) {
+// scoredScenarios returns the scenarios of a leg ("server" or "client")
+// a requirement set scores: the entries of its top-level list of that name.
+func scoredScenarios(path, leg string) ([]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -212,13 +268,13 @@ func scoredScenarios(path string) ([]string, error) {
 			continue
 		}
 		if line[0] != ' ' && line[0] != '-' { // a top-level key
-			in = strings.TrimSpace(line) == "server:"
+			in = strings.TrimSpace(line) == leg+":"
 			continue
 		}
 		if in {
 			name, ok := strings.CutPrefix(strings.TrimSpace(line), "- ")
 			if !ok {
-				return nil, fmt.Errorf("unexpected line in the server list: %q", line)
+				return nil, fmt.Errorf("unexpected line in the %s list: %q", leg, line)
 			}
 			names = append(names, strings.TrimSpace(name))
 		}
@@ -227,34 +283,50 @@ func scoredScenarios(path string) ([]string, error) {
 		return nil, err
 	}
 	if len(names) == 0 {
-		return nil, errors.New("no server scenarios")
+		return nil, fmt.Errorf("no %s scenarios", leg)
 	}
 	return names, nil
 }
 
 // result is what the checks of one scenario say.
 type result struct {
+	checks             int      // how many checks ran
 	failures, warnings []string // "check-id: message"
 }
 
-// resultDir is the name of a scenario's result directory.
-var resultDir = regexp.MustCompile(`^server-(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$`)
+// resultDir is the name of a scenario's result directory, after its leg's
+// prefix ("server-" on the server leg, none on the client leg): the
+// scenario and the time of the run. A scenario named "auth/x" has its
+// directory "x-TIME" under "auth".
+var resultDir = regexp.MustCompile(`^(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$`)
 
-// readResults reads the checks.json of each scenario under dir, by scenario.
-func readResults(dir string) (map[string]*result, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
+// readResults reads the checks.json of each scenario of leg under dir, by
+// scenario.
+func readResults(dir, leg string) (map[string]*result, error) {
+	prefix := ""
+	if leg == "server" {
+		prefix = "server-"
 	}
 	results := map[string]*result{}
-	for _, e := range entries {
-		m := resultDir.FindStringSubmatch(e.Name())
-		if !e.IsDir() || m == nil {
-			continue
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() || path == dir {
+			return err
 		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "checks.json"))
+		rel, err := filepath.Rel(dir, path)
 		if err != nil {
-			return nil, err
+			return err
+		}
+		m := resultDir.FindStringSubmatch(d.Name())
+		if m == nil {
+			return nil // a folder of scenarios, as auth
+		}
+		name, ok := strings.CutPrefix(filepath.ToSlash(filepath.Join(filepath.Dir(rel), m[1])), prefix)
+		if !ok {
+			return fs.SkipDir
+		}
+		b, err := os.ReadFile(filepath.Join(path, "checks.json"))
+		if err != nil {
+			return err
 		}
 		var checks []struct {
 			ID           string `json:"id"`
@@ -262,12 +334,12 @@ func readResults(dir string) (map[string]*result, error) {
 			ErrorMessage string `json:"errorMessage"`
 		}
 		if err := json.Unmarshal(b, &checks); err != nil {
-			return nil, fmt.Errorf("%s: %v", e.Name(), err)
+			return fmt.Errorf("%s: %v", rel, err)
 		}
-		r := results[m[1]]
+		r := results[name]
 		if r == nil {
 			r = &result{}
-			results[m[1]] = r
+			results[name] = r
 		}
 		for _, c := range checks {
 			switch c.Status {
@@ -276,9 +348,13 @@ func readResults(dir string) (map[string]*result, error) {
 			case "WARNING":
 				r.warnings = append(r.warnings, c.ID+": "+c.ErrorMessage)
 			}
+			if c.Status != "INFO" {
+				r.checks++
+			}
 		}
-	}
-	return results, nil
+		return fs.SkipDir
+	})
+	return results, err
 }
 
 // summaryLine matches the suite's tallies ("Total: 165 passed, 30 failed"),
