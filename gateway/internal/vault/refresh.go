@@ -87,7 +87,7 @@ func (v *Vault) refresh(ctx context.Context, principal, server string, minValid 
 		if err == nil && (tok == nil || tok.AccessToken == "") {
 			err = errors.New("the refresh gave no access token")
 		}
-		now := v.opts.Now().UTC()
+		now := v.opts.Now().UTC().Truncate(time.Microsecond) // as stored
 		if err != nil {
 			fnErr = err
 			_, err := t.ExecContext(ctx, v.db.Rebind("UPDATE "+Table+" SET status = ?, reason = ?, updated_at = ? WHERE principal = ? AND server = ?"),

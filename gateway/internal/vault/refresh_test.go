@@ -3,6 +3,7 @@ package vault_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -222,5 +223,25 @@ func TestRefreshCallerGivesUp(t *testing.T) {
 	}
 	if n := r.calls.Load(); n != 1 {
 		t.Errorf("the refresh function ran %d times, want once", n)
+	}
+}
+
+// TestRefreshBounded: the refresh function has a deadline within the
+// lock's timeout.
+func TestRefreshBounded(t *testing.T) {
+	ctx := context.Background()
+	v := open(t, specs(t)["sqlite"], []vault.Key{key("k1", 1)}, &vault.Options{LockTimeout: 10 * time.Second})
+	if err := v.Put(ctx, connection("alice", "files", "old", time.Now().Add(-time.Minute))); err != nil {
+		t.Fatal(err)
+	}
+	c, err := v.Refresh(ctx, "alice", "files", time.Minute, func(ctx context.Context, _ *vault.Connection) (*oauth2.Token, error) {
+		deadline, ok := ctx.Deadline()
+		if !ok || deadline.After(time.Now().Add(9*time.Second)) {
+			return nil, fmt.Errorf("deadline %v (set: %t), want at most 9 s away", deadline, ok)
+		}
+		return &oauth2.Token{AccessToken: "new"}, nil
+	})
+	if err != nil || c.Token.AccessToken != "new" {
+		t.Errorf("Refresh: %+v, %v", c, err)
 	}
 }
