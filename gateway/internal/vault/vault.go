@@ -378,7 +378,11 @@ func (v *Vault) Put(ctx context.Context, c *Connection) error {
 			return err
 		}
 		w.created = toMicro(now)
-		_, err = t.ExecContext(ctx, v.db.Rebind("INSERT INTO "+Table+" ("+columns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"), w.args()...)
+		// Another replica may have added the row since it was looked for.
+		_, err = t.ExecContext(ctx, v.db.Rebind("INSERT INTO "+Table+" ("+columns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"+
+			" ON CONFLICT (principal, server) DO UPDATE SET issuer = excluded.issuer, client_id = excluded.client_id, client_secret = excluded.client_secret,"+
+			" token = excluded.token, key_id = excluded.key_id, scopes = excluded.scopes, expiry = excluded.expiry, status = excluded.status,"+
+			" reason = excluded.reason, updated_at = excluded.updated_at"), w.args()...)
 		return err
 	})
 	if err != nil && !errors.Is(err, ErrFull) {

@@ -426,3 +426,29 @@ func TestGenerateKey(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPutTogether: replicas adding the same new row at once all succeed,
+// and one row is kept.
+func TestPutTogether(t *testing.T) {
+	eachDatabase(t, func(t *testing.T, spec string) {
+		ctx := context.Background()
+		replicas := make([]*vault.Vault, 4)
+		for i := range replicas {
+			replicas[i] = open(t, spec, []vault.Key{key("k1", 1)}, nil)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, len(replicas))
+		for i, v := range replicas {
+			wg.Go(func() { errs[i] = v.Put(ctx, connection("alice", "files", "t", time.Time{})) })
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("replica %d: %v", i, err)
+			}
+		}
+		if got, err := replicas[0].List(ctx, "alice"); err != nil || len(got) != 1 {
+			t.Errorf("List = %+v, %v; want one row", got, err)
+		}
+	})
+}
