@@ -84,6 +84,10 @@ type Connection struct {
 	Scopes    string       // as granted, space-separated
 	Issuer    string       // the authorization server
 	ClientID  string
+	// TokenURL and AuthStyle (an oauth2.AuthStyle) are how the token is
+	// refreshed at the authorization server's token endpoint.
+	TokenURL  string
+	AuthStyle int
 	// ClientSecret is set when dynamic registration issued one.
 	ClientSecret string
 	Status       Status // "" means Connected in Put
@@ -179,11 +183,13 @@ func Open(ctx context.Context, dsn string, keys []Key, opts *Options) (*Vault, e
 func (v *Vault) Close() error { return v.db.Close() }
 
 // columns lists the columns in the order rows are read and written.
-const columns = "principal, server, issuer, client_id, client_secret, token, key_id, scopes, expiry, status, reason, created_at, updated_at"
+const columns = "principal, server, issuer, client_id, client_secret, token_url, auth_style, token, key_id, scopes, expiry, status, reason, created_at, updated_at"
 
 // row is a connection as stored.
 type row struct {
 	principal, server, issuer, clientID string
+	tokenURL                            string
+	authStyle                           int
 	clientSecret, token, keyID          string // sealed, and the sealing key
 	scopes                              string
 	expiry                              int64 // microseconds since 1970; 0: none
@@ -192,7 +198,7 @@ type row struct {
 }
 
 func (w *row) args() []any {
-	return []any{w.principal, w.server, w.issuer, w.clientID, w.clientSecret, w.token, w.keyID, w.scopes,
+	return []any{w.principal, w.server, w.issuer, w.clientID, w.clientSecret, w.tokenURL, w.authStyle, w.token, w.keyID, w.scopes,
 		w.expiry, w.status, w.reason, w.created, w.updated}
 }
 
@@ -201,7 +207,7 @@ type scanner interface{ Scan(dest ...any) error }
 
 func scanRow(s scanner) (*row, error) {
 	var w row
-	err := s.Scan(&w.principal, &w.server, &w.issuer, &w.clientID, &w.clientSecret, &w.token, &w.keyID, &w.scopes,
+	err := s.Scan(&w.principal, &w.server, &w.issuer, &w.clientID, &w.clientSecret, &w.tokenURL, &w.authStyle, &w.token, &w.keyID, &w.scopes,
 		&w.expiry, &w.status, &w.reason, &w.created, &w.updated)
 	return &w, err
 }
@@ -242,7 +248,7 @@ const (
 func (v *Vault) connection(w *row) (*Connection, error) {
 	s := w.summary()
 	c := &Connection{Principal: s.Principal, Server: s.Server, Scopes: s.Scopes, Issuer: s.Issuer, ClientID: s.ClientID,
-		Status: s.Status, Reason: s.Reason, Created: s.Created, Updated: s.Updated}
+		TokenURL: w.tokenURL, AuthStyle: w.authStyle, Status: s.Status, Reason: s.Reason, Created: s.Created, Updated: s.Updated}
 	b, err := v.seal.open(fieldToken, w.principal, w.server, w.token)
 	if err != nil {
 		return nil, err
@@ -272,7 +278,7 @@ func (v *Vault) toRow(c *Connection) (*row, error) {
 	case c.Token.AccessToken == "":
 		return nil, errors.New("vault: a connection needs an access token")
 	}
-	for _, f := range []struct{ name, s string }{{"principal", c.Principal}, {"server", c.Server}, {"issuer", c.Issuer}, {"scopes", c.Scopes}, {"client ID", c.ClientID}, {"token type", c.Token.TokenType}} {
+	for _, f := range []struct{ name, s string }{{"principal", c.Principal}, {"server", c.Server}, {"issuer", c.Issuer}, {"scopes", c.Scopes}, {"client ID", c.ClientID}, {"token URL", c.TokenURL}, {"token type", c.Token.TokenType}} {
 		if len(f.s) > MaxTextLen {
 			return nil, fmt.Errorf("vault: the %s has %d bytes, more than %d", f.name, len(f.s), MaxTextLen)
 		}
@@ -290,7 +296,7 @@ func (v *Vault) toRow(c *Connection) (*row, error) {
 	if status == "" {
 		status = Connected
 	}
-	w := &row{principal: c.Principal, server: c.Server, issuer: c.Issuer, clientID: c.ClientID,
+	w := &row{principal: c.Principal, server: c.Server, issuer: c.Issuer, clientID: c.ClientID, tokenURL: c.TokenURL, authStyle: c.AuthStyle,
 		token: v.seal.seal(fieldToken, c.Principal, c.Server, tok), keyID: v.seal.sealID, scopes: c.Scopes,
 		expiry: toMicro(c.Token.Expiry), status: string(status), reason: text.Clip(c.Reason, MaxReasonLen),
 		created: toMicro(c.Created), updated: toMicro(c.Updated)}
@@ -313,6 +319,21 @@ func (v *Vault) Get(ctx context.Context, principal, server string) (*Connection,
 		return nil, fmt.Errorf("vault: %w", err)
 	}
 	return v.connection(w)
+}
+
+// Latest returns the principal of server's most recently updated
+// connected connection, ErrNotFound when there is none.
+func (v *Vault) Latest(ctx context.Context, server string) (string, error) {
+	var p string
+	err := v.db.Read.QueryRowContext(ctx, v.db.Rebind("SELECT principal FROM "+Table+" WHERE server = ? AND status = ? ORDER BY updated_at DESC LIMIT 1"),
+		server, string(Connected)).Scan(&p)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("vault: %w", err)
+	}
+	return p, nil
 }
 
 // List returns principal's connections, by server, without their secrets.
@@ -379,8 +400,9 @@ func (v *Vault) Put(ctx context.Context, c *Connection) error {
 		}
 		w.created = toMicro(now)
 		// Another replica may have added the row since it was looked for.
-		_, err = t.ExecContext(ctx, v.db.Rebind("INSERT INTO "+Table+" ("+columns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"+
+		_, err = t.ExecContext(ctx, v.db.Rebind("INSERT INTO "+Table+" ("+columns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"+
 			" ON CONFLICT (principal, server) DO UPDATE SET issuer = excluded.issuer, client_id = excluded.client_id, client_secret = excluded.client_secret,"+
+			" token_url = excluded.token_url, auth_style = excluded.auth_style,"+
 			" token = excluded.token, key_id = excluded.key_id, scopes = excluded.scopes, expiry = excluded.expiry, status = excluded.status,"+
 			" reason = excluded.reason, updated_at = excluded.updated_at"), w.args()...)
 		return err
@@ -393,8 +415,8 @@ func (v *Vault) Put(ctx context.Context, c *Connection) error {
 
 // update writes w over its row, all but the creation time.
 func (v *Vault) update(ctx context.Context, t *sql.Tx, w *row) error {
-	_, err := t.ExecContext(ctx, v.db.Rebind("UPDATE "+Table+" SET issuer = ?, client_id = ?, client_secret = ?, token = ?, key_id = ?, scopes = ?, expiry = ?, status = ?, reason = ?, updated_at = ? WHERE principal = ? AND server = ?"),
-		w.issuer, w.clientID, w.clientSecret, w.token, w.keyID, w.scopes, w.expiry, w.status, w.reason, w.updated, w.principal, w.server)
+	_, err := t.ExecContext(ctx, v.db.Rebind("UPDATE "+Table+" SET issuer = ?, client_id = ?, client_secret = ?, token_url = ?, auth_style = ?, token = ?, key_id = ?, scopes = ?, expiry = ?, status = ?, reason = ?, updated_at = ? WHERE principal = ? AND server = ?"),
+		w.issuer, w.clientID, w.clientSecret, w.tokenURL, w.authStyle, w.token, w.keyID, w.scopes, w.expiry, w.status, w.reason, w.updated, w.principal, w.server)
 	return err
 }
 

@@ -89,6 +89,7 @@ func connection(principal, server, access string, expiry time.Time) *vault.Conne
 		Principal: principal, Server: server,
 		Token:  oauth2.Token{AccessToken: access, TokenType: "Bearer", RefreshToken: "refresh-" + access, Expiry: expiry},
 		Scopes: "files:read files:write", Issuer: "https://auth.example.com", ClientID: "client-1", ClientSecret: "shh",
+		TokenURL: "https://auth.example.com/token", AuthStyle: 2,
 	}
 }
 
@@ -111,7 +112,7 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !sameToken(got.Token, want.Token) || got.ClientSecret != "shh" || got.ClientID != "client-1" || got.Scopes != want.Scopes ||
-			got.Issuer != want.Issuer || got.Status != vault.Connected || !got.Created.Equal(created) || !got.Updated.Equal(created) {
+			got.Issuer != want.Issuer || got.TokenURL != want.TokenURL || got.AuthStyle != want.AuthStyle || got.Status != vault.Connected || !got.Created.Equal(created) || !got.Updated.Equal(created) {
 			t.Fatalf("Get = %+v, want %+v", got, want)
 		}
 
@@ -304,6 +305,35 @@ func TestList(t *testing.T) {
 		}
 		if got, err := v.List(ctx, "nobody"); err != nil || got == nil || len(got) != 0 {
 			t.Errorf("List(nobody) = %#v, %v; want an empty list", got, err)
+		}
+	})
+}
+
+// TestLatest checks that Latest names the principal whose connection of
+// a server was updated last, among connected ones.
+func TestLatest(t *testing.T) {
+	eachDatabase(t, func(t *testing.T, spec string) {
+		ctx := context.Background()
+		clk := newClock()
+		v := open(t, spec, []vault.Key{key("k1", 1)}, &vault.Options{Now: clk.Now})
+		if _, err := v.Latest(ctx, "files"); !errors.Is(err, vault.ErrNotFound) {
+			t.Fatalf("Latest of an empty vault: %v, want ErrNotFound", err)
+		}
+		for _, p := range []string{"alice", "bob", "carol"} {
+			clk.Add(time.Minute)
+			if err := v.Put(ctx, connection(p, "files", "t-"+p, time.Time{})); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clk.Add(time.Minute)
+		if err := v.Put(ctx, connection("dave", "search", "t", time.Time{})); err != nil {
+			t.Fatal(err)
+		}
+		if err := v.Mark(ctx, "carol", "files", vault.Revoked, "gone"); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := v.Latest(ctx, "files"); err != nil || got != "bob" {
+			t.Errorf("Latest(files) = %q, %v; want bob (carol's is revoked)", got, err)
 		}
 	})
 }

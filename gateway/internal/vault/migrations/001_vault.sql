@@ -9,6 +9,8 @@ CREATE TABLE IF NOT EXISTS preflight_vault (
 	issuer        TEXT NOT NULL DEFAULT '',
 	client_id     TEXT NOT NULL DEFAULT '',
 	client_secret TEXT NOT NULL DEFAULT '',
+	token_url     TEXT NOT NULL DEFAULT '',
+	auth_style    INTEGER NOT NULL DEFAULT 0,
 	token         TEXT NOT NULL,
 	key_id        TEXT NOT NULL,
 	scopes        TEXT NOT NULL DEFAULT '',
@@ -20,3 +22,4 @@ CREATE TABLE IF NOT EXISTS preflight_vault (
 	PRIMARY KEY (principal, server)
 );
 CREATE INDEX IF NOT EXISTS preflight_vault_key_id ON preflight_vault (key_id);
+CREATE INDEX IF NOT EXISTS preflight_vault_server ON preflight_vault (server, updated_at);
