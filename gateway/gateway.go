@@ -29,6 +29,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/forward"
 	"github.com/preflightmcp/preflight/gateway/internal/metrics"
 	"github.com/preflightmcp/preflight/gateway/internal/mirror"
+	"github.com/preflightmcp/preflight/gateway/internal/signin"
 	"github.com/preflightmcp/preflight/gateway/internal/stage"
 	"github.com/preflightmcp/preflight/gateway/internal/state"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
@@ -43,7 +44,8 @@ type Gateway struct {
 	rs      *resolve.Server
 	forward *forward.Forward
 	chain   *call.Chain
-	stages  []call.Stage // of chain, outermost first
+	signIn  *signin.Manager // nil: no upstream signs in with OAuth
+	stages  []call.Stage    // of chain, outermost first
 	entry   *entry.Entry
 	decider *stage.Decider   // nil when decisions are off
 	pins    *pinChecks       // nil when pinning is off

@@ -64,6 +64,9 @@ func New(opts *Options) (*Gateway, error) {
 	}
 	g.setResolver(o.Resolver)
 	info := &mcp.Implementation{Name: o.Name, Version: o.Version}
+	if err := g.newSignIn(&o); err != nil {
+		return nil, err
+	}
 	set := newUpstreamSet(len(o.Upstreams))
 	for _, u := range o.Upstreams {
 		if _, dup := set.byName[u.Name]; dup {
@@ -73,7 +76,7 @@ func New(opts *Options) (*Gateway, error) {
 		if err != nil {
 			return nil, err
 		}
-		set.add(m, u.spec(), u.naming())
+		set.add(m, g.spec(u), u.naming())
 	}
 	g.ups.Store(set)
 	g.state.Store(&snapshot{view: catalog.Build(nil, set.multi), set: set})
@@ -131,6 +134,9 @@ func (g *Gateway) newStages(st *state.Store) ([]call.Stage, error) {
 	stages = append(stages, &stage.Route{Dir: g}, &stage.Hold{Holder: g})
 	if o.Auditor != nil {
 		stages = append(stages, &stage.AuditRefused{Auditor: o.Auditor, Options: auditOpts})
+	}
+	if g.signIn != nil {
+		stages = append(stages, &stage.SignIn{Manager: g.signIn, PageURL: g.PageURL})
 	}
 	if o.Disclosure != nil {
 		stages = append(stages, &stage.Disclose{Gate: g})
@@ -307,7 +313,8 @@ func (g *Gateway) within(deadline time.Time, what string, f func()) {
 	}
 }
 
-// WaitReady waits until every upstream that is not lazy is up, or ctx is
+// WaitReady waits until every upstream that is not lazy, nor waiting for
+// somebody to connect it (upstream.StateSignIn), is up, or ctx is
 // done. It is meant for tests and for a command that wants to print what it
 // serves.
 func (g *Gateway) WaitReady(ctx context.Context) error {
@@ -320,8 +327,8 @@ func (g *Gateway) WaitReady(ctx context.Context) error {
 		for _, m := range g.ups.Load().members {
 			c := m.conn
 			h := c.Health()
-			if c.Spec().Lazy {
-				continue
+			if c.Spec().Lazy || h.State == upstream.StateSignIn {
+				continue // connects at first use, or once somebody connects it on the page
 			}
 			if h.State != upstream.StateUp || !g.viewHas(c.Name()) {
 				ready = false

@@ -18,6 +18,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/page"
 	"github.com/preflightmcp/preflight/gateway/internal/pin"
 	"github.com/preflightmcp/preflight/gateway/internal/redact"
+	"github.com/preflightmcp/preflight/gateway/internal/signin"
 	"github.com/preflightmcp/preflight/gateway/internal/stage"
 	"github.com/preflightmcp/preflight/gateway/internal/state"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
@@ -161,6 +162,10 @@ type Options struct {
 	// whoever made it does (a Closer).
 	TracerProvider trace.TracerProvider
 
+	// Vault keeps the grants of the upstreams with OAuth (package vault,
+	// through signin.VaultStore). Required when one has.
+	Vault signin.Store
+
 	// Closers are called by [Gateway.Close] after the upstreams stopped,
 	// or by [Options.Close]: what the maker of the options opened for them
 	// (stores, clients).
@@ -250,6 +255,10 @@ type UpstreamSpec struct {
 	URL            string
 	Headers        map[string]string
 	BearerTokenEnv string
+	// OAuth, for an HTTP or SSE server, signs the gateway in to it with
+	// OAuth 2.1 for each principal (or once, shared); the grants are kept
+	// in Options.Vault, and people connect it on the page.
+	OAuth *UpstreamOAuth
 	// Connect, if set, supplies the transport (an in-process server, a
 	// custom transport) instead of the fields above.
 	Connect func(ctx context.Context) (mcp.Transport, error)
@@ -280,6 +289,21 @@ func (u UpstreamSpec) spec() upstream.Spec {
 		ConnectTimeout: u.ConnectTimeout, ProbeTimeout: u.ProbeTimeout, CallTimeout: u.CallTimeout,
 		StopGrace: u.StopGrace, Restart: u.Restart,
 	}
+}
+
+// UpstreamOAuth is how the gateway signs in to an upstream (package
+// signin): everything else is discovered from the upstream.
+type UpstreamOAuth struct {
+	// Shared makes one connection, made by an admin, serve everybody.
+	Shared bool
+	// ClientID and ClientSecret are a client registered beforehand with
+	// the authorization server Issuer ("" when the gateway registers).
+	ClientID, ClientSecret, Issuer string
+	// Scopes are asked for besides those the upstream asks for.
+	Scopes []string
+	// ClientMetadataURL is the client ID metadata document to name the
+	// gateway by; "" means the page's own when it is served over https.
+	ClientMetadataURL string
 }
 
 func (u UpstreamSpec) naming() catalog.Naming {

@@ -39,7 +39,7 @@ func (g *Gateway) Hold(conn *upstream.Conn) (release func(), ok bool) {
 
 // newMember makes the connection of one upstream; it does not run it.
 func (g *Gateway) newMember(u UpstreamSpec, info *mcp.Implementation) (*member, error) {
-	c, err := upstream.New(u.spec(), &upstream.Options{
+	c, err := upstream.New(g.spec(u), &upstream.Options{
 		Logger:            g.logger,
 		Naming:            u.naming(),
 		ClientInfo:        info,
@@ -122,6 +122,10 @@ func (g *Gateway) Reload(ctx context.Context, opts *Options) error {
 		return errors.New("gateway: reload while stopping")
 	}
 
+	if !g.sameSignIn(o.Upstreams) {
+		return errors.New("gateway: reload: which upstreams sign in with OAuth, or how, changed: restart the gateway to apply it")
+	}
+
 	// Plan, and make the new connections, before changing anything.
 	old := g.ups.Load()
 	next := newUpstreamSet(len(o.Upstreams))
@@ -135,8 +139,8 @@ func (g *Gateway) Reload(ctx context.Context, opts *Options) error {
 		if err := u.naming().Check(); err != nil {
 			return fmt.Errorf("gateway: reload: upstream %q: %w", u.Name, err)
 		}
-		if m, ok := old.byName[u.Name]; ok && sameConnection(old.specs[u.Name], u.spec()) {
-			next.add(m, u.spec(), u.naming())
+		if m, ok := old.byName[u.Name]; ok && sameConnection(old.specs[u.Name], g.spec(u)) {
+			next.add(m, g.spec(u), u.naming())
 			kept = append(kept, u.Name)
 			if !sameNaming(old.namings[u.Name], u.naming()) {
 				renamed = append(renamed, u.Name)
@@ -147,7 +151,7 @@ func (g *Gateway) Reload(ctx context.Context, opts *Options) error {
 		if err != nil {
 			return fmt.Errorf("gateway: reload: %w", err) // nothing started yet
 		}
-		next.add(m, u.spec(), u.naming())
+		next.add(m, g.spec(u), u.naming())
 		fresh = append(fresh, m)
 		if _, ok := old.byName[u.Name]; ok {
 			replaced = append(replaced, u.Name)

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/preflightmcp/preflight/gateway/internal/page"
 	"github.com/preflightmcp/preflight/gateway/internal/quietlog"
+	"github.com/preflightmcp/preflight/gateway/internal/signin"
 	"github.com/preflightmcp/preflight/lint"
 	"github.com/preflightmcp/preflight/safety"
 )
@@ -49,7 +51,44 @@ func (g *Gateway) newPage() (http.Handler, error) {
 	} else if g.opts.Pinner != nil {
 		o.Pins = PinsPage(g.opts.Pinner)
 	}
+	if g.signIn != nil {
+		o.Connections = connectionsPage{g.signIn}
+	}
 	return page.New(p.Login, o)
+}
+
+// connectionsPage shows the upstreams that sign in on the page.
+type connectionsPage struct{ m *signin.Manager }
+
+func (c connectionsPage) Connections(ctx context.Context, principal string) ([]page.Connection, error) {
+	grants, err := c.m.Grants(ctx, principal)
+	if err != nil {
+		return nil, err
+	}
+	var out []page.Connection
+	for _, s := range c.m.Servers() {
+		pc := page.Connection{Server: s.Name, Shared: s.Shared}
+		if g, ok := grants[s.Name]; ok {
+			pc.Status, pc.Reason, pc.Scopes, pc.Expires, pc.Updated = string(g.Status), g.Reason, strings.Fields(g.Scopes), g.Expiry, g.Updated
+		}
+		out = append(out, pc)
+	}
+	return out, nil
+}
+
+func (c connectionsPage) Connect(ctx context.Context, principal, server string) (string, error) {
+	return c.m.Begin(ctx, principal, server)
+}
+
+func (c connectionsPage) Connected(ctx context.Context, q url.Values) (string, error) {
+	_, server, err := c.m.Complete(ctx, q)
+	return server, err
+}
+
+func (c connectionsPage) ClientMetadata() ([]byte, error) { return c.m.ClientMetadata() }
+
+func (c connectionsPage) Disconnect(ctx context.Context, principal, server string) error {
+	return c.m.Disconnect(ctx, principal, server)
 }
 
 // PageHandler returns the page as an http.Handler, to mount at PagePath

@@ -62,6 +62,8 @@ type Config struct {
 	Approvals Approvals `json:"approvals,omitzero"`
 	// Pins is where pinned tool definitions are kept.
 	Pins Pins `json:"pins"`
+	// Vault is where the tokens of servers with auth: oauth are kept.
+	Vault Vault `json:"vault"`
 	// Audit is the audit log; by default SQLite at DefaultAuditPath.
 	Audit Audit `json:"audit"`
 	// Redaction is the redaction of results by sensitivity; on by
@@ -127,6 +129,10 @@ type Server struct {
 	// BearerToken is the value of BearerTokenEnv, read when the file
 	// is parsed. It is never written out.
 	BearerToken string `json:"-"`
+	// Auth "oauth" signs the gateway in to the server with OAuth 2.1, for
+	// each principal or shared (OAuth); the tokens are kept in the vault.
+	Auth  ServerAuth  `json:"auth,omitempty"`
+	OAuth ServerOAuth `json:"oauth,omitzero"`
 
 	// Prefix and Separator name this server's tools and prompts as
 	// Prefix+Separator+name. Prefix defaults to the server's name (with

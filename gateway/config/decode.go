@@ -112,6 +112,8 @@ func allowed(t reflect.Type) []string {
 		vals = []string{string(TransportStdio), string(TransportHTTP), string(TransportSSE)}
 	case reflect.TypeFor[Connect]():
 		vals = []string{string(ConnectEager), string(ConnectLazy)}
+	case reflect.TypeFor[ServerAuth]():
+		vals = []string{string(ServerAuthOAuth)}
 	case reflect.TypeFor[Trust]():
 		vals = []string{string(Trusted), string(Untrusted)}
 	case reflect.TypeFor[Pin]():

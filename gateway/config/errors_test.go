@@ -25,8 +25,8 @@ var badFiles = []struct {
 	want   string
 	schema schemaVerdict
 }{
-	{"unknown_key.yaml", `3:5: servers.github.tpye: unknown key, did you mean type? (allowed: args, bearerTokenEnv, command, connect, cwd, decisions, disclose, env, envFile, exclude, flow, headers, include, overrides, pack, pin, prefix, rules, separator, timeouts, trust, type, url)`, schemaRejects},
-	{"top_unknown.yaml", `4:1: audits: unknown key, did you mean audit? (allowed: $schema, approvals, audit, auth, decisions, disclosure, flow, listen, metrics, pins, redaction, redis, requestState, retry, servers, tracing)`, schemaRejects},
+	{"unknown_key.yaml", `3:5: servers.github.tpye: unknown key, did you mean type? (allowed: args, auth, bearerTokenEnv, command, connect, cwd, decisions, disclose, env, envFile, exclude, flow, headers, include, oauth, overrides, pack, pin, prefix, rules, separator, timeouts, trust, type, url)`, schemaRejects},
+	{"top_unknown.yaml", `4:1: audits: unknown key, did you mean audit? (allowed: $schema, approvals, audit, auth, decisions, disclosure, flow, listen, metrics, pins, redaction, redis, requestState, retry, servers, tracing, vault)`, schemaRejects},
 	{"tracing_bad.yaml", `6:16: tracing.sampleRatio: 1.5: want 0 to 1
 7:13: tracing.endpoint: "localhost:4318": want an http or https URL`, schemaRejects},
 	{"retry_bad.yaml", `5:13: retry.attempts: 0 attempts: want 1 (no retries) to 10

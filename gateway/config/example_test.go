@@ -87,6 +87,8 @@ func ExampleMarshal() {
 	//   ttl: 24h
 	// pins:
 	//   store: sqlite
+	// vault:
+	//   store: sqlite
 	// audit:
 	//   store: sqlite
 	//   levels:

@@ -136,6 +136,7 @@ func TestDefaults(t *testing.T) {
 		}},
 		Disclosure: Disclosure{Store: StoreMemory, TTL: Duration(24 * time.Hour)},
 		Pins:       Pins{Store: PinStoreSQLite},
+		Vault:      Vault{Store: PinStoreSQLite},
 		Audit: Audit{Store: AuditSQLite, OnUnavailable: AuditProceed,
 			Levels: AuditLevels{Read: AuditLevelSummary, Write: AuditLevelFull, External: AuditLevelFull, Delete: AuditLevelFull}},
 		Redaction: Redaction{Level: "confidential", Withhold: "restricted", Sensitive: "confidential"},

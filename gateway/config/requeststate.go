@@ -60,44 +60,46 @@ func (p *parser) requestState(r *RequestState) {
 		p.fail(at, "sets neither keysEnv nor keysFile: leave requestState out for a random key per process (one gateway only), or name the keys replicas share")
 		return
 	}
-	if r.KeysEnv != "" {
-		if !validEnvName(r.KeysEnv) {
-			p.fail(at+".keysEnv", "%s is not an environment variable name (letters, digits and _, not starting with a digit)", quote(r.KeysEnv))
-			return
-		}
-		v, ok := p.env(r.KeysEnv)
-		if !ok || strings.TrimSpace(v) == "" {
-			p.fail(at+".keysEnv", "environment variable %s is not set: give it ID:SECRET, such as k1:$(openssl rand -base64 32)", r.KeysEnv)
-			return
-		}
-		p.keys(at+".keysEnv", "environment variable "+r.KeysEnv, v, r)
-		return
-	}
 	r.KeysFile = p.resolve(r.KeysFile)
-	if !p.files {
-		return
-	}
-	data, err := readFile(r.KeysFile, maxKeysFile)
-	if err != nil {
-		p.fail(at+".keysFile", "%s", err)
-		return
-	}
-	if strings.TrimSpace(string(data)) == "" {
-		p.fail(at+".keysFile", "%s is empty: give it ID:SECRET, such as k1:$(openssl rand -base64 32)", r.KeysFile)
-		return
-	}
-	p.keys(at+".keysFile", r.KeysFile, string(data), r)
+	r.Keys = p.readKeys(at, r.KeysEnv, r.KeysFile)
 }
 
-// keys parses and checks the keys in v (from where), never repeating a
-// secret.
-func (p *parser) keys(path, where, v string, r *RequestState) {
+// readKeys reads the keys named by an environment variable or a file (the
+// other ""), as ParseRequestStateKeys parses them; errors go under at.
+func (p *parser) readKeys(at, env, file string) []requeststate.Key {
+	v, where := "", ""
+	if env != "" {
+		if !validEnvName(env) {
+			p.fail(at+".keysEnv", "%s is not an environment variable name (letters, digits and _, not starting with a digit)", quote(env))
+			return nil
+		}
+		val, ok := p.env(env)
+		if !ok || strings.TrimSpace(val) == "" {
+			p.fail(at+".keysEnv", "environment variable %s is not set: give it ID:SECRET, such as k1:$(openssl rand -base64 32)", env)
+			return nil
+		}
+		v, where, at = val, "environment variable "+env, at+".keysEnv"
+	} else {
+		if !p.files {
+			return nil
+		}
+		data, err := readFile(file, maxKeysFile)
+		if err != nil {
+			p.fail(at+".keysFile", "%s", err)
+			return nil
+		}
+		if strings.TrimSpace(string(data)) == "" {
+			p.fail(at+".keysFile", "%s is empty: give it ID:SECRET, such as k1:$(openssl rand -base64 32)", file)
+			return nil
+		}
+		v, where, at = string(data), file, at+".keysFile"
+	}
 	keys, err := ParseRequestStateKeys(v)
 	if err != nil {
-		p.fail(path, "%s: %s", where, err)
-		return
+		p.fail(at, "%s: %s", where, err)
+		return nil
 	}
-	r.Keys = keys
+	return keys
 }
 
 // ParseRequestStateKeys parses keys in requeststate.ParseKeys's syntax

@@ -52,6 +52,7 @@ func (p *parser) validate(c *Config) {
 		p.approvals(&c.Approvals)
 	}
 	p.pins(&c.Pins)
+	p.vault(&c.Vault)
 	p.audit(&c.Audit)
 	p.redaction(&c.Redaction)
 	p.decisions(c)
@@ -109,6 +110,7 @@ func (p *parser) server(c *Config, name string, s *Server) {
 	case s.Type == TransportHTTP, s.Type == TransportSSE:
 		p.remote(at, s)
 	}
+	p.signIn(at, s)
 
 	if p.dec.set(at("prefix")) {
 		if !validToolChars(s.Prefix) || len(s.Prefix) > maxPrefix {

@@ -31,6 +31,9 @@ type Options struct {
 	Safety Safety
 	// Pins lists pinned definitions. Nil: pinning is off.
 	Pins Pins
+	// Connections are the upstreams people connect with their own
+	// accounts. Nil: none.
+	Connections Connections
 	// Sessions keeps the sessions. Nil means NewMemSessions(nil).
 	Sessions Sessions
 	// SessionTTL bounds a session. Zero means 12 hours.
@@ -107,6 +110,11 @@ func New(auth Authenticator, o *Options) (*Handler, error) {
 	h.mux.HandleFunc("GET "+p+"/tools", h.signedIn(h.tools))
 	h.mux.HandleFunc("GET "+p+"/pins", h.signedIn(h.pins))
 	h.mux.HandleFunc("POST "+p+"/pins/approve", h.signedIn(h.approvePin))
+	h.mux.HandleFunc("GET "+p+"/connections", h.signedIn(h.connections))
+	h.mux.HandleFunc("GET "+p+"/connections/{server}/connect", h.signedIn(h.connect))
+	h.mux.HandleFunc("GET "+p+"/connections/callback", h.connected)
+	h.mux.HandleFunc("GET "+p+"/connections/client.json", h.clientMetadata)
+	h.mux.HandleFunc("POST "+p+"/connections/{server}/disconnect", h.signedIn(h.disconnect))
 	return h, nil
 }
 

@@ -3,6 +3,7 @@ package page
 import (
 	"context"
 	"iter"
+	"net/url"
 	"time"
 
 	"github.com/preflightmcp/preflight/gateway/internal/approval"
@@ -60,4 +61,36 @@ type Pin struct {
 	Candidate string
 	Seen      time.Time
 	Changes   []string
+}
+
+// Connections are the upstreams that sign in with OAuth, which each
+// principal connects (or an admin connects once, for a shared one).
+type Connections interface {
+	// Connections lists the upstreams and principal's connection of each.
+	Connections(ctx context.Context, principal string) ([]Connection, error)
+	// Connect starts principal's sign-in to server and returns the URL to
+	// send their browser to.
+	Connect(ctx context.Context, principal, server string) (string, error)
+	// Connected finishes a sign-in from the authorization server's
+	// redirect and returns the server it connected. The page has checked
+	// that the browser is the one it sent.
+	Connected(ctx context.Context, query url.Values) (server string, err error)
+	// Disconnect forgets principal's connection of server.
+	Disconnect(ctx context.Context, principal, server string) error
+	// ClientMetadata is the gateway's OAuth client ID metadata document.
+	ClientMetadata() ([]byte, error)
+}
+
+// Connection is one upstream that signs in, as a principal has it.
+type Connection struct {
+	Server string
+	// Shared: one connection, made by an admin, serves everybody.
+	Shared bool
+	// Status is "" when not connected, else connected, refresh_failed or
+	// revoked; Reason says why it is not connected.
+	Status, Reason string
+	Scopes         []string
+	// Expires is when the current token expires (zero: unknown).
+	Expires time.Time
+	Updated time.Time
 }

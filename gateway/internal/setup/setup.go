@@ -117,6 +117,7 @@ func Options(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*gat
 			URL:            s.URL,
 			Headers:        maps.Clone(s.Headers),
 			BearerTokenEnv: s.BearerTokenEnv,
+			OAuth:          upstreamOAuth(s),
 			Lazy:           s.Connect == config.ConnectLazy,
 			Prefix:         s.Prefix,
 			Separator:      s.Separator,
@@ -207,6 +208,15 @@ func Options(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*gat
 		}
 		opts.Pinner = pin.New(store, &pin.Options{Mode: PinModes(cfg), Store: sqlitePins(cfg.Pins)})
 		opts.Closers = append(opts.Closers, store.Close)
+	}
+	if signsIn(cfg) {
+		v, err := OpenVault(ctx, cfg.Vault)
+		if err != nil {
+			_ = opts.Close()
+			return nil, err
+		}
+		opts.Vault = v
+		opts.Closers = append(opts.Closers, v.Close)
 	}
 	if cfg.Audit.Store != config.AuditOff {
 		if err := auditFromConfig(ctx, cfg.Audit, opts); err != nil {

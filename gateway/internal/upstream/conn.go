@@ -48,7 +48,8 @@ const (
 	StateIdle       State = "idle"       // lazy, not needed yet
 	StateConnecting State = "connecting" // connecting or listing
 	StateUp         State = "up"
-	StateDown       State = "down" // waiting to reconnect
+	StateDown       State = "down"   // waiting to reconnect
+	StateSignIn     State = "signin" // waiting for somebody to connect it (SignIn)
 	StateStopped    State = "stopped"
 )
 
@@ -271,6 +272,9 @@ func (c *Conn) Run(ctx context.Context) {
 	}
 	delay := c.spec.Restart.Initial
 	for {
+		if !c.signedIn(ctx) {
+			return
+		}
 		c.setState(StateConnecting, nil)
 		cs, err := c.connect(ctx)
 		if err == nil {
@@ -303,6 +307,30 @@ func (c *Conn) Run(ctx context.Context) {
 		}
 		if !c.sleep(ctx, c.nextDelay(&delay)) {
 			return
+		}
+	}
+}
+
+// signedIn waits, for an upstream that signs in, until the gateway's own
+// requests have a grant to carry (somebody connected it), without spending
+// the restart budget. It returns false when ctx is done.
+func (c *Conn) signedIn(ctx context.Context) bool {
+	s := c.spec.SignIn
+	if s == nil {
+		return true
+	}
+	for {
+		ready := s.Ready(c.spec.Name)
+		err := s.Connected(ctx, c.spec.Name)
+		if err == nil {
+			return true
+		}
+		c.logger.Info("upstream waits for somebody to connect it", "reason", text.Sanitize(err.Error()))
+		c.setState(StateSignIn, err)
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return false
 		}
 	}
 }

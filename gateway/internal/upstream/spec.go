@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"time"
 
@@ -41,6 +42,23 @@ const (
 	defaultKeepAliveLegacy = 30 * time.Second
 )
 
+// SignIn authorizes the requests to upstreams that require OAuth.
+type SignIn interface {
+	// Authorization returns the Authorization header value of a request
+	// in ctx to the upstream of that name, or an error when the principal
+	// the request is made for has not connected it.
+	Authorization(ctx context.Context, upstream string) (string, error)
+	// Connected reports whether a request in ctx has a usable grant, as
+	// Authorization would, without returning it.
+	Connected(ctx context.Context, upstream string) error
+	// Refused is told of the upstream's 401 or 403 answer to a request
+	// in ctx.
+	Refused(ctx context.Context, upstream string, resp *http.Response)
+	// Ready returns a channel closed when somebody next connects the
+	// upstream.
+	Ready(upstream string) <-chan struct{}
+}
+
 // Spec describes one upstream server. Fields left zero take the defaults
 // above.
 type Spec struct {
@@ -68,6 +86,10 @@ type Spec struct {
 	// "Authorization: Bearer <value>". It is read when connecting, so a
 	// rotated token is picked up on reconnection.
 	BearerTokenEnv string
+	// SignIn, if set, authorizes each request of an HTTP or SSE upstream
+	// that requires OAuth with the token of the principal it is made for
+	// (package signin); it wins over an Authorization in Headers.
+	SignIn SignIn
 
 	// Connect, if set, supplies the transport instead of the fields above:
 	// an in-process server (mcp.NewInMemoryTransports) or any custom
@@ -162,6 +184,9 @@ func (s Spec) Check() error {
 		}
 		if s.Command != "" {
 			return fail("a command and a url: give one of them")
+		}
+		if s.SignIn != nil && s.BearerTokenEnv != "" {
+			return fail("signs in with OAuth and sends a bearer token from the environment: keep one")
 		}
 	case "":
 		return fail("neither a command (stdio) nor a url (http, sse)")

@@ -94,24 +94,44 @@ func (c *Conn) httpClient() (*http.Client, error) {
 	c.mu.Lock()
 	var rt http.RoundTripper = c.roundTripper
 	c.mu.Unlock()
-	return &http.Client{Transport: headerTransport{base: rt, header: h}}, nil
+	return &http.Client{Transport: headerTransport{base: rt, header: h, signIn: c.spec.SignIn, name: c.spec.Name}}, nil
 }
 
 // headerTransport sends the upstream's own headers with every request,
 // and no credential of anyone else's (auth.StripCredentials): a client's
-// token is never passed through.
+// token is never passed through. An upstream that signs in gets the
+// token of the principal the request is made for, and its refusals are
+// reported back.
 type headerTransport struct {
 	base   http.RoundTripper
 	header http.Header
+	signIn SignIn
+	name   string
 }
 
 func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
+	ctx := req.Context()
+	req = req.Clone(ctx)
 	auth.StripCredentials(req.Header)
 	for k, vs := range t.header {
 		req.Header[k] = vs
 	}
-	return t.base.RoundTrip(req)
+	if t.signIn == nil {
+		return t.base.RoundTrip(req)
+	}
+	a, err := t.signIn.Authorization(ctx, t.name)
+	if err != nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, err
+	}
+	req.Header.Set("Authorization", a)
+	resp, err := t.base.RoundTrip(req)
+	if err == nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+		t.signIn.Refused(ctx, t.name, resp)
+	}
+	return resp, err
 }
 
 // wrapTransport wraps the connection of a transport in a captureConn.

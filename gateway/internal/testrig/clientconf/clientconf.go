@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/preflightmcp/preflight/gateway/internal/testrig/servebench"
@@ -34,7 +35,7 @@ type Scenario struct {
 // state in dir, plays the scenario against it, stops it, and copies its
 // output to stderr.
 func Run(ctx context.Context, preflight, dir string, s Scenario, stderr io.Writer) error {
-	g, err := startGateway(preflight, dir, s.Upstream)
+	g, err := startGateway(preflight, dir, s)
 	if err != nil {
 		return err
 	}
@@ -44,7 +45,64 @@ func Run(ctx context.Context, preflight, dir string, s Scenario, stderr io.Write
 			fmt.Fprintf(stderr, "--- the gateway's output\n%s", b)
 		}
 	}()
-	return play(ctx, s, "http://"+g.addr+"/mcp")
+	if !signsIn(s) {
+		return play(ctx, s, "http://"+g.addr+"/mcp", nil)
+	}
+	// A person signs in to the page and connects the upstream there, as
+	// the Connections view offers; the gateway then lists the upstream
+	// with that connection.
+	b := newBrowser(g.Log)
+	if err := b.signIn(ctx); err != nil {
+		return err
+	}
+	health := "http://" + g.addr + "/healthz"
+	for n := 1; ; n++ {
+		if err := b.connect(ctx, "http://"+g.addr+"/ui/connections/upstream/connect"); err != nil {
+			return err
+		}
+		// The upstream connects with the new grant: up, or it refuses it
+		// (asking for more scope, or naming another authorization
+		// server) and waits for somebody to connect it again.
+		if err := waitUpstream(health, func(state string, _ bool) bool { return state != "signin" }); err != nil {
+			return err
+		}
+		if err := waitUpstream(health, func(state string, served bool) bool { return up(state, served) || state == "signin" }); err != nil {
+			return err
+		}
+		if state, _ := upstreamState(health); state == "up" || n == maxConnects {
+			break
+		}
+	}
+	return play(ctx, s, "http://"+g.addr+"/mcp", b)
+}
+
+// signsIn reports whether the scenario's server needs the gateway to
+// sign in to it.
+func signsIn(s Scenario) bool { return strings.HasPrefix(s.Name, "auth/") }
+
+// cimdURL is the client ID metadata document the suite's authorization
+// servers expect (their example clients use it).
+const cimdURL = "https://conformance-test.local/client-metadata.json"
+
+// clientSecretEnv passes a pre-registered client's secret to the gateway.
+const clientSecretEnv = "CONFORMANCE_CLIENT_SECRET"
+
+// oauthConfig is the server's auth section for a scenario that signs in:
+// the pre-registered client of MCP_CONFORMANCE_CONTEXT, if it names one.
+func oauthConfig(s Scenario) (yaml string, env []string) {
+	yaml = "    auth: oauth\n    oauth:\n      clientMetadataUrl: " + strconv.Quote(cimdURL) + "\n"
+	var c struct {
+		ClientID     string `json:"client_id"`
+		ClientSecret string `json:"client_secret"`
+	}
+	if s.Context != "" && json.Unmarshal([]byte(s.Context), &c) == nil && c.ClientID != "" {
+		yaml += "      clientId: " + strconv.Quote(c.ClientID) + "\n"
+		if c.ClientSecret != "" {
+			yaml += "      clientSecretEnv: " + clientSecretEnv + "\n"
+			env = append(env, clientSecretEnv+"="+c.ClientSecret)
+		}
+	}
+	return yaml, env
 }
 
 // gateway is a started `preflight serve`.
@@ -56,7 +114,7 @@ type gateway struct {
 // startGateway writes a configuration naming upstream as the only server
 // and starts preflight with it on a free loopback port, with HOME and the
 // XDG directories in dir, and waits until it answers /healthz.
-func startGateway(preflight, dir, upstream string) (*gateway, error) {
+func startGateway(preflight, dir string, s Scenario) (*gateway, error) {
 	// Decisions are recorded, not enforced: the suite's tools carry no
 	// annotations, so the defaults would ask before each call, and what is
 	// tested is the protocol, not the policy. Pins, approvals and the audit
@@ -64,8 +122,14 @@ func startGateway(preflight, dir, upstream string) (*gateway, error) {
 	config := "servers:\n" +
 		"  upstream:\n" +
 		"    type: http\n" +
-		"    url: " + strconv.Quote(upstream) + "\n" +
-		"decisions:\n" +
+		"    url: " + strconv.Quote(s.Upstream) + "\n"
+	var secrets []string
+	if signsIn(s) {
+		auth, env := oauthConfig(s)
+		config += auth
+		secrets = env
+	}
+	config += "decisions:\n" +
 		"  mode: dry-run\n"
 	path := filepath.Join(dir, "preflight.yaml")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
@@ -78,6 +142,7 @@ func startGateway(preflight, dir, upstream string) (*gateway, error) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	env := []string{"HOME=" + dir, "XDG_STATE_HOME=" + filepath.Join(dir, "state"),
 		"XDG_CACHE_HOME=" + filepath.Join(dir, "cache"), "XDG_CONFIG_HOME=" + filepath.Join(dir, "config")}
+	env = append(env, secrets...)
 	p, err := servebench.Start(preflight, []string{"serve", "-config", path, "-http", addr, "-log-level", "debug"}, env, filepath.Join(dir, "preflight.log"))
 	if err != nil {
 		return nil, err
@@ -85,7 +150,7 @@ func startGateway(preflight, dir, upstream string) (*gateway, error) {
 	health := "http://" + addr + "/healthz"
 	err = p.WaitHTTP(health, `"status"`)
 	if err == nil {
-		err = waitSettled(health)
+		err = waitUpstream(health, settled)
 	}
 	if err != nil {
 		p.Stop()
@@ -98,10 +163,26 @@ func startGateway(preflight, dir, upstream string) (*gateway, error) {
 // upstream.
 const settleTimeout = time.Minute
 
-// waitSettled polls the gateway's health until its first connection to the
-// upstream has ended: up with its catalog served, or down (an upstream it
-// cannot sign in to, whose error the client's requests then meet).
-func waitSettled(url string) error {
+// settled: the first connection to the upstream has ended: up with its
+// catalog served, down (whose error the client's requests then meet), or
+// waiting for somebody to connect it on the page.
+func settled(state string, served bool) bool {
+	return state == "down" || state == "signin" || up(state, served)
+}
+
+// up: the upstream is up with its catalog served.
+func up(state string, served bool) bool { return state == "up" && served }
+
+// upstreamState is the upstream's state in the gateway's health.
+func upstreamState(url string) (string, error) {
+	var state string
+	err := waitUpstream(url, func(s string, _ bool) bool { state = s; return true })
+	return state, err
+}
+
+// waitUpstream polls the gateway's health until done says its upstream's
+// state (and whether the gateway serves all of its tools) is reached.
+func waitUpstream(url string, done func(state string, served bool) bool) error {
 	var last string
 	for deadline := time.Now().Add(settleTimeout); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		resp, err := http.Get(url)
@@ -124,9 +205,9 @@ func waitSettled(url string) error {
 		}
 		u := h.Upstreams[0]
 		last = "upstream " + u.State
-		if u.State == "down" || u.State == "up" && h.Tools == u.Tools {
+		if done(u.State, h.Tools == u.Tools) {
 			return nil
 		}
 	}
-	return fmt.Errorf("the upstream's first connection did not end within %v: %s", settleTimeout, last)
+	return fmt.Errorf("the upstream did not reach the state awaited within %v: %s", settleTimeout, last)
 }

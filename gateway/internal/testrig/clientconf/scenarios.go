@@ -9,11 +9,15 @@ import (
 
 // play connects to the gateway at url in the scenario's era and does what
 // the scenario expects of a client, as the suite's reference client
-// (examples/clients/typescript/everything-client.ts) does.
-func play(ctx context.Context, s Scenario, url string) (err error) {
+// (examples/clients/typescript/everything-client.ts) does; with a browser,
+// it connects the upstream again when the gateway asks.
+func play(ctx context.Context, s Scenario, url string, b *browser) (err error) {
 	do := scenarioClient(s.Name)
 	if do == nil {
 		return fmt.Errorf("no client for scenario %q", s.Name)
+	}
+	if b != nil {
+		do = signedIn(do, b)
 	}
 	p, err := connect(ctx, url, s.Protocol)
 	if err != nil {

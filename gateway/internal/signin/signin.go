@@ -1,0 +1,471 @@
+// Package signin signs the gateway in to OAuth-protected upstream MCP
+// servers on behalf of each principal, and gives every request to such an
+// upstream the Authorization of the principal it is made for.
+//
+// A principal connects an upstream once, from the page: [Manager.Begin]
+// discovers the upstream's authorization server (the upstream's
+// WWW-Authenticate challenge or its protected-resource metadata, then RFC
+// 8414 or OpenID metadata), registers the gateway as a client (a client ID
+// metadata document, pre-registered credentials from the configuration, or
+// dynamic registration) and returns the authorization URL (PKCE S256, the
+// resource indicator, offline_access when offered) to send the person's
+// browser to; [Manager.Complete] takes the authorization server's redirect
+// back, checks its state and issuer, and exchanges the code. The discovery,
+// registration and exchange are the go-sdk's [auth.AuthorizationCodeHandler];
+// this package runs it across two HTTP requests and keeps what it grants in a
+// [Store], sealed at rest (package vault).
+//
+// [Manager.Authorization] gives each upstream request its bearer token,
+// refreshed shortly before it expires, one refresh at a time across
+// replicas (the Store's job). A request with no principal (the gateway's own
+// connection, which lists the upstream's tools) uses the most recent
+// principal to connect, or the shared connection of a server whose
+// credential is shared.
+package signin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+
+	"github.com/preflightmcp/preflight/gateway/internal/text"
+	"github.com/preflightmcp/preflight/gateway/internal/vault"
+)
+
+// Defaults of [Options].
+const (
+	DefaultFlowTimeout = 10 * time.Minute
+	DefaultMaxFlows    = 1024
+	DefaultMaxFlowsPer = 8
+	// refreshAhead is how long before it expires a token is refreshed.
+	refreshAhead = time.Minute
+	// maxChallenges bounds the refusals remembered for the next sign-in.
+	maxChallenges = 4096
+	// maxCached bounds the tokens kept in memory.
+	maxCached = 4096
+)
+
+// Server is one upstream that signs in with OAuth.
+type Server struct {
+	// Name is the upstream's configured name.
+	Name string
+	// URL is its MCP endpoint.
+	URL string
+	// Shared means one connection, made by an admin, serves every
+	// principal; otherwise each principal connects their own.
+	Shared bool
+	// ClientID and ClientSecret are pre-registered client credentials
+	// ("" when the gateway registers itself); Issuer, when set, is the
+	// authorization server they belong to.
+	ClientID, ClientSecret, Issuer string
+	// Scopes are requested besides those the upstream asks for.
+	Scopes []string
+	// ClientMetadataURL is the client ID metadata document the gateway
+	// names itself by where the authorization server takes them; ""
+	// means the gateway's own (ClientMetadataPath on the page) when the
+	// page is served over https.
+	ClientMetadataURL string
+}
+
+// ClientMetadataPath is where the page serves the gateway's client ID
+// metadata document, under its URL.
+const ClientMetadataPath = "/connections/client.json"
+
+// Options configure a [Manager].
+type Options struct {
+	// Store keeps the grants. Required.
+	Store Store
+	// CallbackURL returns where the authorization server sends the
+	// browser back (the page's callback), known once the page is served.
+	// Required.
+	CallbackURL func() string
+	// ClientName is how the gateway names itself when it registers.
+	// "" means "preflight gateway".
+	ClientName string
+	// HTTPClient makes the discovery, registration and token requests.
+	// Nil means a client with a 30 s timeout.
+	HTTPClient *http.Client
+	// FlowTimeout bounds a sign-in from Begin to Complete. Zero means
+	// DefaultFlowTimeout.
+	FlowTimeout time.Duration
+	// MaxFlows and MaxFlowsPerPrincipal bound the sign-ins under way.
+	MaxFlows, MaxFlowsPerPrincipal int
+	// Logger receives sign-ins, refreshes and their failures. Nil
+	// discards.
+	Logger *slog.Logger
+}
+
+// Manager signs principals in to upstreams and authorizes their requests.
+type Manager struct {
+	opts    Options
+	servers map[string]Server
+
+	mu         sync.Mutex
+	flows      map[string]*flow          // by OAuth state
+	challenges map[key]http.Header       // the last refusal of a principal's request
+	cached     map[key]*vault.Connection // unexpired tokens, to spare the store a read per call
+	lister     map[string]string         // server -> the principal whose token lists it
+	ready      map[string]chan struct{}  // server -> closed at its next connection
+}
+
+type key struct{ principal, server string }
+
+// New returns a Manager for servers.
+func New(servers []Server, o Options) (*Manager, error) {
+	if o.Store == nil {
+		return nil, errors.New("signin: Options.Store is required")
+	}
+	if o.CallbackURL == nil {
+		return nil, errors.New("signin: Options.CallbackURL is required")
+	}
+	if o.ClientName == "" {
+		o.ClientName = "preflight gateway"
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	if o.FlowTimeout <= 0 {
+		o.FlowTimeout = DefaultFlowTimeout
+	}
+	if o.MaxFlows <= 0 {
+		o.MaxFlows = DefaultMaxFlows
+	}
+	if o.MaxFlowsPerPrincipal <= 0 {
+		o.MaxFlowsPerPrincipal = DefaultMaxFlowsPer
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Manager{opts: o, servers: make(map[string]Server, len(servers)),
+		flows: map[string]*flow{}, challenges: map[key]http.Header{}, cached: map[key]*vault.Connection{},
+		lister: map[string]string{}, ready: map[string]chan struct{}{}}
+	for _, s := range servers {
+		if s.Name == "" || s.URL == "" {
+			return nil, errors.New("signin: a server needs a name and a URL")
+		}
+		m.servers[s.Name] = s
+		m.ready[s.Name] = make(chan struct{})
+	}
+	return m, nil
+}
+
+// Servers returns the names of the servers that sign in, sorted.
+func (m *Manager) Servers() []Server {
+	out := make([]Server, 0, len(m.servers))
+	for _, s := range m.servers {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b Server) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Server returns the server of that name.
+func (m *Manager) Server(name string) (Server, bool) {
+	s, ok := m.servers[name]
+	return s, ok
+}
+
+// ErrNotConnected is returned when a principal has not connected an
+// upstream (or must connect it again).
+var ErrNotConnected = errors.New("not connected")
+
+// NotConnectedError says who must connect which upstream, and why.
+type NotConnectedError struct {
+	Principal, Server string
+	// Reason is "" for a first connection, or why the last one no longer
+	// serves (refused, more scope needed, refresh failed).
+	Reason string
+}
+
+func (e *NotConnectedError) Error() string {
+	if e.Reason == "" {
+		return fmt.Sprintf("upstream %q: not connected", e.Server)
+	}
+	return fmt.Sprintf("upstream %q: %s", e.Server, e.Reason)
+}
+
+func (e *NotConnectedError) Unwrap() error { return ErrNotConnected }
+
+type principalKey struct{}
+
+// WithPrincipal returns ctx for requests made for principal ("" is the
+// anonymous or local user). The call chain sets it before a call is
+// forwarded; a request without it is the gateway's own.
+func WithPrincipal(ctx context.Context, principal string) context.Context {
+	return context.WithValue(ctx, principalKey{}, principal)
+}
+
+// principalOf returns the principal whose grant a request in ctx uses:
+// "" for a shared server, the request's principal, or for the gateway's
+// own requests (no principal) the one the server lists with.
+func (m *Manager) principalOf(ctx context.Context, s Server) (string, bool) {
+	if s.Shared {
+		return "", true
+	}
+	if p, ok := ctx.Value(principalKey{}).(string); ok {
+		return p, true
+	}
+	m.mu.Lock()
+	p, ok := m.lister[s.Name]
+	m.mu.Unlock()
+	if ok {
+		return p, true
+	}
+	p, err := m.opts.Store.Latest(ctx, s.Name)
+	if err != nil {
+		return "", false
+	}
+	m.mu.Lock()
+	if _, set := m.lister[s.Name]; !set {
+		m.lister[s.Name] = p
+	}
+	m.mu.Unlock()
+	return p, true
+}
+
+// PrincipalOf returns the principal whose grant a request in ctx to server
+// carries ("" with ok false when none can: the server is unknown, or it is
+// the gateway's own request and nobody has connected).
+func (m *Manager) PrincipalOf(ctx context.Context, server string) (string, bool) {
+	s, ok := m.servers[server]
+	if !ok {
+		return "", false
+	}
+	return m.principalOf(ctx, s)
+}
+
+// Authorization returns the Authorization header value of a request in
+// ctx to server, refreshing the grant when it is about to expire. It
+// returns a *NotConnectedError when there is no usable grant.
+func (m *Manager) Authorization(ctx context.Context, server string) (string, error) {
+	g, err := m.grant(ctx, server)
+	if err != nil {
+		return "", err
+	}
+	return g.Token.Type() + " " + g.Token.AccessToken, nil
+}
+
+// Connected reports, without a network request unless a refresh is due,
+// whether a request in ctx to server has a usable grant; the error is a
+// *NotConnectedError when not.
+func (m *Manager) Connected(ctx context.Context, server string) error {
+	_, err := m.grant(ctx, server)
+	return err
+}
+
+func (m *Manager) grant(ctx context.Context, server string) (*vault.Connection, error) {
+	s, ok := m.servers[server]
+	if !ok {
+		return nil, fmt.Errorf("signin: unknown server %q", server)
+	}
+	p, ok := m.principalOf(ctx, s)
+	if !ok {
+		return nil, &NotConnectedError{Server: server}
+	}
+	k := key{p, server}
+	m.mu.Lock()
+	g := m.cached[k]
+	why := ""
+	if _, refused := m.challenges[k]; refused {
+		why = "refused"
+	}
+	m.mu.Unlock()
+	if why != "" {
+		return nil, &NotConnectedError{Principal: p, Server: server, Reason: "the upstream refused the last request with this connection; connect again"}
+	}
+	if g != nil && valid(&g.Token, refreshAhead) {
+		return g, nil
+	}
+	g, err := m.opts.Store.Get(ctx, p, server)
+	switch {
+	case errors.Is(err, vault.ErrNotFound):
+		return nil, &NotConnectedError{Principal: p, Server: server}
+	case err != nil:
+		return nil, fmt.Errorf("signin: reading the connection of %q: %w", server, err)
+	case g.Status != vault.Connected:
+		return nil, &NotConnectedError{Principal: p, Server: server, Reason: "its connection " + statusText(g)}
+	}
+	if !valid(&g.Token, refreshAhead) {
+		if g.Token.RefreshToken == "" {
+			if !valid(&g.Token, 0) {
+				return nil, &NotConnectedError{Principal: p, Server: server, Reason: "its connection expired; connect again"}
+			}
+		} else {
+			g, err = m.opts.Store.Refresh(ctx, p, server, refreshAhead, m.refresher)
+			if err != nil {
+				m.opts.Logger.WarnContext(ctx, "upstream token refresh failed", "upstream", server, "principal", p, "error", text.Clip(err.Error(), 300))
+				return nil, &NotConnectedError{Principal: p, Server: server, Reason: "refreshing its connection failed; connect again"}
+			}
+		}
+	}
+	m.remember(k, g)
+	return g, nil
+}
+
+// refresher refreshes a grant's token at its token endpoint.
+func (m *Manager) refresher(ctx context.Context, g *vault.Connection) (*oauth2.Token, error) {
+	cfg := &oauth2.Config{ClientID: g.ClientID, ClientSecret: g.ClientSecret,
+		Endpoint: oauth2.Endpoint{TokenURL: g.TokenURL, AuthStyle: oauth2.AuthStyle(g.AuthStyle)}}
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, m.opts.HTTPClient)
+	old := g.Token
+	old.Expiry = time.Unix(1, 0) // force the refresh
+	t, err := cfg.TokenSource(ctx, &old).Token()
+	if err != nil {
+		return nil, err
+	}
+	if t.RefreshToken == "" {
+		t.RefreshToken = g.Token.RefreshToken
+	}
+	return t, nil
+}
+
+func (m *Manager) remember(k key, g *vault.Connection) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.cached) >= maxCached {
+		for old := range m.cached { // drop one at random
+			delete(m.cached, old)
+			break
+		}
+	}
+	m.cached[k] = g
+}
+
+func valid(t *oauth2.Token, ahead time.Duration) bool {
+	return t != nil && t.AccessToken != "" && (t.Expiry.IsZero() || time.Until(t.Expiry) > ahead)
+}
+
+func statusText(g *vault.Connection) string {
+	r := g.Reason
+	if r == "" {
+		r = string(g.Status)
+	}
+	return "is " + string(g.Status) + " (" + text.Clip(r, 200) + "); connect again"
+}
+
+// Refused records an upstream's 401 or 403 answer to a request in ctx:
+// the principal's next call is told to connect again, and that sign-in
+// starts from the upstream's challenge (scope step-up). A 403 that is
+// not insufficient_scope is the upstream's answer, not a sign-in matter.
+func (m *Manager) Refused(ctx context.Context, server string, resp *http.Response) {
+	s, ok := m.servers[server]
+	if !ok || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) {
+		return
+	}
+	cs, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	if resp.StatusCode == http.StatusForbidden && !insufficientScope(cs) {
+		return
+	}
+	p, ok := m.principalOf(ctx, s)
+	if !ok {
+		return
+	}
+	k := key{p, server}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.challenges[k]; !ok && len(m.challenges) >= maxChallenges {
+		for old := range m.challenges {
+			delete(m.challenges, old)
+			break
+		}
+	}
+	m.challenges[k] = http.Header{"Www-Authenticate": slices.Clone(resp.Header.Values("WWW-Authenticate"))}
+	delete(m.cached, k)
+	m.opts.Logger.InfoContext(ctx, "upstream refused a connection's token", "upstream", server, "principal", p, "status", resp.StatusCode)
+}
+
+func insufficientScope(cs []oauthex.Challenge) bool {
+	for _, c := range cs {
+		if c.Params["error"] == "insufficient_scope" {
+			return true
+		}
+	}
+	return false
+}
+
+// Ready returns a channel closed when a principal next connects server:
+// the gateway's own connection, waiting for a grant to list with, tries
+// again then.
+func (m *Manager) Ready(server string) <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ready[server]
+}
+
+// Disconnect forgets principal's grant of server.
+func (m *Manager) Disconnect(ctx context.Context, principal, server string) error {
+	s, ok := m.servers[server]
+	if !ok {
+		return fmt.Errorf("signin: unknown server %q", server)
+	}
+	if s.Shared {
+		principal = ""
+	}
+	k := key{principal, server}
+	m.mu.Lock()
+	delete(m.cached, k)
+	delete(m.challenges, k)
+	if m.lister[server] == principal {
+		delete(m.lister, server)
+	}
+	m.mu.Unlock()
+	err := m.opts.Store.Delete(ctx, principal, server)
+	if errors.Is(err, vault.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// validCallback reports whether u is an absolute http(s) URL.
+func validCallback(u string) bool {
+	p, err := url.Parse(u)
+	return err == nil && (p.Scheme == "https" || p.Scheme == "http") && p.Host != ""
+}
+
+// Grants returns principal's connections by server, and the shared ones
+// (of shared servers) under their servers too, without their secrets.
+func (m *Manager) Grants(ctx context.Context, principal string) (map[string]vault.Summary, error) {
+	out := map[string]vault.Summary{}
+	mine, err := m.opts.Store.List(ctx, principal)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range mine {
+		if s, ok := m.servers[g.Server]; ok && !s.Shared {
+			out[g.Server] = g
+		}
+	}
+	if principal != "" {
+		if mine, err = m.opts.Store.List(ctx, ""); err != nil {
+			return nil, err
+		}
+	}
+	for _, g := range mine {
+		if s, ok := m.servers[g.Server]; ok && s.Shared {
+			out[g.Server] = g
+		}
+	}
+	return out, nil
+}
+
+// Close ends the sign-ins under way.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, f := range m.flows {
+		if f.cancel != nil {
+			f.cancel()
+		}
+	}
+	return nil
+}
