@@ -101,6 +101,15 @@ var badFiles = []struct {
 9:11: audit.levels.read: "verbose" is not allowed (allowed: off, summary, full)
 10:32: audit.sensitiveArguments[1]: "apiKey" is also sensitiveArguments[0]
 11:18: audit.onUnavailable: "retry" is not allowed (allowed: proceed, fail-closed)`, schemaRejects},
+	{"signin.yaml", `4:11: servers.files.auth: oauth is for http and sse servers
+8:7: servers.api.oauth: set auth: oauth to sign in with OAuth, or leave oauth out
+12:21: servers.docs.bearerTokenEnv: auth: oauth signs in instead: keep one
+14:24: servers.docs.oauth.clientSecretEnv: a secret needs its oauth.clientId
+15:15: servers.docs.oauth.issuer: not an http:// or https:// URL with a host
+16:24: servers.docs.oauth.scopes[1]: "two words" is not a scope (printable ASCII without spaces, quotes or backslashes)
+17:26: servers.docs.oauth.clientMetadataUrl: not an https:// URL with a path (a client ID metadata document)
+19:3: vault.url: required for the postgres store: a PostgreSQL URL such as postgres://user@host:5432/database
+20:9: vault.path: is for the sqlite store; the postgres store is the database in vault.url`, schemaRejects},
 	{"audit_postgres.yaml", `5:3: audit.url: required with store postgres: the database, as postgres://USER@HOST/DATABASE (usually ${PREFLIGHT_POSTGRES_URL})`, schemaRejects},
 	{"redaction.yaml", `5:10: redaction.level: "secret" is not allowed (allowed: public, internal, confidential, restricted, off)
 7:18: redaction.kinds[1]: "email" is also kinds[0]

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/base64"
 	"flag"
 	"os"
 	"path/filepath"
@@ -30,6 +31,10 @@ func testEnv(name string) (string, bool) {
 		"CONNECT":          "lazy",
 		"ON":               "true",
 		"WORD":             "yes",
+		// docs/config.md's examples name these.
+		"SENTRY_CLIENT_SECRET":   "sentry-secret",
+		"PREFLIGHT_POSTGRES_URL": "postgres://preflight@db.internal:5432/preflight",
+		"PREFLIGHT_VAULT_KEYS":   "k1:" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdefghijklmnopqrstuvwxyzABCD")),
 	}[name]
 	return v, ok
 }

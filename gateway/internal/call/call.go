@@ -90,6 +90,10 @@ type Call struct {
 	// nobody did).
 	Decision     *Decision
 	Confirmation *Confirmation
+	// SignedInAs is, for an upstream the gateway signs in to with OAuth,
+	// whose grant the call's requests carry: the principal's own, or
+	// "shared" (set by the signin stage); "" for other upstreams.
+	SignedInAs string
 
 	// Set by forward: how many times the call was sent (0 when it never
 	// reached forward) and the upstream's protocol era.

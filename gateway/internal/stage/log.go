@@ -37,6 +37,9 @@ func (l *Log) Serve(ctx context.Context, c *call.Call, next call.Handler) (json.
 	if c.Target != "" && c.Target != c.Name {
 		attrs = append(attrs, slog.String("upstreamName", text.Clip(c.Target, quoteLimit)))
 	}
+	if c.SignedInAs != "" {
+		attrs = append(attrs, slog.String("signedInAs", text.Clip(c.SignedInAs, quoteLimit)))
+	}
 	attrs = append(attrs, slog.String("era", c.Client.Version))
 	if c.UpstreamEra != "" {
 		attrs = append(attrs, slog.String("upstreamEra", c.UpstreamEra))

@@ -37,6 +37,12 @@ func (s *SignIn) Serve(ctx context.Context, c *call.Call, next call.Handler) (js
 		return next.Serve(ctx, c)
 	}
 	ctx = signin.WithPrincipal(ctx, c.Client.Principal)
+	c.SignedInAs = c.Client.Principal
+	if srv, _ := s.Manager.Server(server); srv.Shared {
+		c.SignedInAs = "shared"
+	} else if c.SignedInAs == "" {
+		c.SignedInAs = "local" // the anonymous or stdio user
+	}
 	err := s.Manager.Connected(ctx, server)
 	var nc *signin.NotConnectedError
 	switch {

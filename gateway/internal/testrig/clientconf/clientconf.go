@@ -9,18 +9,18 @@ package clientconf
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/preflightmcp/preflight/gateway/internal/testrig/servebench"
-	"github.com/preflightmcp/preflight/internal/freeport"
 )
 
 // Scenario is what the suite asks of one client run.
@@ -135,20 +135,21 @@ func startGateway(preflight, dir string, s Scenario) (*gateway, error) {
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		return nil, err
 	}
-	port, err := freeport.Get()
-	if err != nil {
-		return nil, err
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	env := []string{"HOME=" + dir, "XDG_STATE_HOME=" + filepath.Join(dir, "state"),
 		"XDG_CACHE_HOME=" + filepath.Join(dir, "cache"), "XDG_CONFIG_HOME=" + filepath.Join(dir, "config")}
 	env = append(env, secrets...)
-	p, err := servebench.Start(preflight, []string{"serve", "-config", path, "-http", addr, "-log-level", "debug"}, env, filepath.Join(dir, "preflight.log"))
+	// Port 0: the suite starts every scenario at once, and a free port
+	// picked beforehand may be another's by the time it is bound. The
+	// gateway prints the address it listens on.
+	p, err := servebench.Start(preflight, []string{"serve", "-config", path, "-http", "127.0.0.1:0", "-log-level", "debug"}, env, filepath.Join(dir, "preflight.log"))
 	if err != nil {
 		return nil, err
 	}
+	addr, err := listening(p)
 	health := "http://" + addr + "/healthz"
-	err = p.WaitHTTP(health, `"status"`)
+	if err == nil {
+		err = p.WaitHTTP(health, `"status"`)
+	}
 	if err == nil {
 		err = waitUpstream(health, settled)
 	}
@@ -157,6 +158,27 @@ func startGateway(preflight, dir string, s Scenario) (*gateway, error) {
 		return nil, fmt.Errorf("preflight serve: %w", err)
 	}
 	return &gateway{Process: p, addr: addr}, nil
+}
+
+// servedAt finds the address in the gateway's start-up output.
+var servedAt = regexp.MustCompile(`health: http://([^/\s]+)/healthz`)
+
+// listening returns the address the gateway p listens on, once it has
+// printed it.
+func listening(p *servebench.Process) (string, error) {
+	for deadline := time.Now().Add(settleTimeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if p.Exited() {
+			return "", errors.New("the gateway exited before it served")
+		}
+		data, err := os.ReadFile(p.Log)
+		if err != nil {
+			return "", err
+		}
+		if m := servedAt.FindSubmatch(data); m != nil {
+			return string(m[1]), nil
+		}
+	}
+	return "", errors.New("the gateway did not say where it serves")
 }
 
 // settleTimeout bounds the wait for the gateway's first connection to its

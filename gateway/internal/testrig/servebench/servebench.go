@@ -158,6 +158,16 @@ func Start(bin string, args, env []string, log string) (*Process, error) {
 // Pid is the process's id.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
+// Exited reports whether the process has exited.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
 // Stop ends the process group with SIGTERM and waits, killing it after
 // stopTimeout.
 func (p *Process) Stop() {
