@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/preflightmcp/preflight/gateway/internal/approval"
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/signin"
 )
@@ -22,6 +26,9 @@ type SignIn struct {
 	Manager *signin.Manager
 	// PageURL returns the page's URL; "" when there is none.
 	PageURL func() string
+	// Wait bounds how long a call asked to connect within itself waits
+	// for it. Zero means DefaultConnectWait.
+	Wait time.Duration
 }
 
 // Name implements call.Stage.
@@ -56,6 +63,14 @@ func (s *SignIn) Serve(ctx context.Context, c *call.Call, next call.Handler) (js
 	case !errors.As(err, &nc):
 		return nil, internal("%v", err)
 	}
+	if link := s.link(server); link != "" && c.Method == call.ToolsCall && approval.SupportsURL(c.Client.Capabilities) {
+		return s.askToConnect(ctx, c, nc, link, next)
+	}
+	return s.refuse(c, nc)
+}
+
+// refuse ends a call whose principal must connect the upstream first.
+func (s *SignIn) refuse(c *call.Call, nc *signin.NotConnectedError) (json.RawMessage, error) {
 	c.Outcome = "not_connected"
 	msg := s.notConnected(nc)
 	if c.Method == call.ToolsCall {
@@ -64,18 +79,96 @@ func (s *SignIn) Serve(ctx context.Context, c *call.Call, next call.Handler) (js
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}
 }
 
+// SignInInputKey is the key of the URL elicitation that asks a user to
+// connect an upstream, in an input_required result and its answer.
+const SignInInputKey = "preflight/connect"
+
+// DefaultConnectWait bounds how long a call asked within itself (a
+// 2025-11-25 client) waits for its user to connect the upstream.
+const DefaultConnectWait = 5 * time.Minute
+
+// askToConnect asks a client that declared URL elicitation to open the
+// page's link to connect the upstream: within the call (the call goes on
+// once the user has connected it), or in a later round (the client
+// retries with its answer, and the call goes on if the upstream is
+// connected by then).
+func (s *SignIn) askToConnect(ctx context.Context, c *call.Call, nc *signin.NotConnectedError, link string, next call.Handler) (json.RawMessage, error) {
+	server := c.Upstream.Name()
+	if answer, ok := c.InputResponses[SignInInputKey]; ok {
+		rest := maps.Clone(c.InputResponses)
+		delete(rest, SignInInputKey)
+		if len(rest) == 0 {
+			rest = nil
+		}
+		c.InputResponses = rest
+		if er, ok := answer.(*mcp.ElicitResult); ok && er.Action != "accept" {
+			return s.refuse(c, nc)
+		}
+		if s.Manager.Connected(ctx, server) == nil {
+			return next.Serve(ctx, c)
+		}
+	}
+	p := &mcp.ElicitParams{Mode: "url", URL: link, ElicitationID: "connect-" + server,
+		Message: fmt.Sprintf("Upstream %q acts with your own account: connect it on the gateway's page (sign in, then follow its authorization server), and the call goes on.", server)}
+	res, err := c.Client.Conn.Ask(ctx, "elicitation/create", p)
+	switch {
+	case errors.Is(err, call.ErrRound):
+		qs, err := call.Questions(mcp.InputRequestMap{SignInInputKey: p})
+		if err != nil {
+			return nil, internal("encoding the sign-in question: %v", err)
+		}
+		c.Outcome = "input_required"
+		return call.InputRequired(qs, ""), nil
+	case err != nil:
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return s.refuse(c, nc)
+	}
+	if er, _ := res.(*mcp.ElicitResult); er == nil || er.Action != "accept" {
+		return s.refuse(c, nc)
+	}
+	wait := s.Wait
+	if wait <= 0 {
+		wait = DefaultConnectWait
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	for {
+		ready := s.Manager.Ready(server)
+		if s.Manager.Connected(ctx, server) == nil {
+			return next.Serve(ctx, c)
+		}
+		select {
+		case <-ready:
+		case <-wctx.Done():
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return s.refuse(c, nc)
+		}
+	}
+}
+
+// link is the page's link to connect server, "" without a page.
+func (s *SignIn) link(server string) string {
+	if s.PageURL == nil {
+		return ""
+	}
+	base := s.PageURL()
+	if base == "" {
+		return ""
+	}
+	return base + "/connections/" + url.PathEscape(server) + "/connect"
+}
+
 // notConnected tells the user what to do.
 func (s *SignIn) notConnected(e *signin.NotConnectedError) string {
 	why := "you have not connected it yet"
 	if e.Reason != "" {
 		why = e.Reason
 	}
-	link := ""
-	if s.PageURL != nil {
-		if base := s.PageURL(); base != "" {
-			link = base + "/connections/" + url.PathEscape(e.Server) + "/connect"
-		}
-	}
+	link := s.link(e.Server)
 	if link == "" {
 		return fmt.Sprintf("Not run: upstream %q signs in with your own account, and %s. Connect it on the gateway's page (Connections), then call again. The server was not called.", e.Server, why)
 	}
