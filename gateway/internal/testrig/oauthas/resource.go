@@ -1,0 +1,80 @@
+package oauthas
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/preflightmcp/preflight/endpoint"
+)
+
+// Resource is a running MCP server that a token of the AS must reach.
+type Resource struct {
+	// URL is its MCP endpoint.
+	URL string
+
+	calls   atomic.Int64 // whoami calls
+	refused atomic.Int64 // requests refused for their token
+}
+
+// Identity is whoami's answer.
+type Identity struct {
+	Subject string   `json:"subject"`
+	Scopes  []string `json:"scopes"`
+}
+
+// StartResource serves the whoami server, protected by as, on loopback
+// until the test ends.
+func StartResource(t testing.TB, as *AS) *Resource {
+	t.Helper()
+	r := &Resource{}
+	s := mcp.NewServer(&mcp.Implementation{Name: "whoami", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "whoami", Description: "Says whose token the call carries."},
+		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, Identity, error) {
+			r.calls.Add(1)
+			ti := req.Extra.TokenInfo
+			if ti == nil {
+				return nil, Identity{}, fmt.Errorf("no token")
+			}
+			id := Identity{Subject: ti.UserID, Scopes: ti.Scopes}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{
+				Text: "subject=" + id.Subject + " scopes=" + strings.Join(id.Scopes, " ")}}}, id, nil
+		})
+	t.Cleanup(func() {
+		for ss := range s.Sessions() {
+			ss.Close()
+		}
+	})
+	ln := listen(t)
+	base := "http://" + ln.Addr().String()
+	r.URL = base + endpoint.Path
+	prm := auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+		Resource: r.URL, AuthorizationServers: []string{as.URL}, ScopesSupported: []string{Scope}, BearerMethodsSupported: []string{"header"},
+	})
+	guard := auth.RequireBearerToken(func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		sub, scopes, exp, err := as.Introspect(ctx, token)
+		if err != nil {
+			r.refused.Add(1)
+			return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
+		}
+		return &auth.TokenInfo{UserID: sub, Scopes: scopes, Expiration: exp}, nil
+	}, &auth.RequireBearerTokenOptions{Scopes: []string{Scope}, ResourceMetadataURL: base + "/.well-known/oauth-protected-resource" + endpoint.Path})
+	mux := http.NewServeMux()
+	mux.Handle("/.well-known/oauth-protected-resource"+endpoint.Path, prm)
+	mux.Handle(endpoint.Path, guard(endpoint.NewHandler(s, nil)))
+	serveOn(t, ln, mux)
+	return r
+}
+
+// Calls returns how many whoami calls the server answered.
+func (r *Resource) Calls() int { return int(r.calls.Load()) }
+
+// Refused returns how many requests were refused for their token.
+func (r *Resource) Refused() int { return int(r.refused.Load()) }

@@ -1,0 +1,451 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"html"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/preflightmcp/preflight/gateway"
+	"github.com/preflightmcp/preflight/gateway/internal/auth"
+	"github.com/preflightmcp/preflight/gateway/internal/page"
+	"github.com/preflightmcp/preflight/gateway/internal/signin"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/oauthas"
+	"github.com/preflightmcp/preflight/gateway/internal/vault"
+	"github.com/preflightmcp/preflight/internal/wiretest"
+)
+
+// oauthRig is an authorization server, the MCP server it protects
+// ("whoami"), and principals with static tokens for the gateway.
+type oauthRig struct {
+	as     *oauthas.AS
+	res    *oauthas.Resource
+	auth   *auth.Authenticator
+	tokens map[string]string
+}
+
+func newOAuthRig(t *testing.T, principals ...string) *oauthRig {
+	t.Helper()
+	as := oauthas.Start(t)
+	a, tokens := staticTokens(t, principals...)
+	return &oauthRig{as: as, res: oauthas.StartResource(t, as), auth: a, tokens: tokens}
+}
+
+// oauthGateway is a gateway in front of the rig's whoami upstream, which
+// signs in with a pre-registered client, its page at /ui.
+type oauthGateway struct {
+	g    *gateway.Gateway
+	base string // http://ADDR
+	mcp  string
+}
+
+// startOAuthGateway starts a gateway on store; client is the rig's client
+// it signs in as.
+func startOAuthGateway(t *testing.T, r *oauthRig, store signin.Store, client string) *oauthGateway {
+	t.Helper()
+	o := &gateway.UpstreamOAuth{ClientID: client}
+	if client == oauthas.ConfidentialClient {
+		o.ClientSecret = oauthas.ConfidentialSecret
+	}
+	verify := r.auth
+	login := page.NewCredentialLogin(&page.CredentialLoginOptions{MaxBytes: auth.MaxTokenBytes,
+		Verify: func(ctx context.Context, credential string) (page.Identity, error) {
+			p, err := verify.Verify(ctx, credential)
+			if err != nil {
+				return page.Identity{}, err
+			}
+			return page.Identity{Principal: p.Name}, nil
+		}})
+	g, err := gateway.New(&gateway.Options{
+		Logger:    testLogger(t),
+		Upstreams: []gateway.UpstreamSpec{{Name: "whoami", URL: r.res.URL, OAuth: o}},
+		Page:      &gateway.Page{Login: login},
+		Auth:      r.auth,
+		Vault:     store,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Start()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- g.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("gateway Serve: %v", err)
+		}
+		g.Close()
+	})
+	og := &oauthGateway{g: g, base: "http://" + ln.Addr().String()}
+	og.mcp = og.base + gateway.MCPPath
+	// Serve sets the page's URL before it serves: once /healthz answers,
+	// it is set.
+	if resp, err := http.Get(og.base + gateway.HealthPath); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+	}
+	return og
+}
+
+// openVault opens a SQLite vault with one new key, closed when the test
+// ends.
+func openVault(t *testing.T) *vault.Vault {
+	t.Helper()
+	k, err := vault.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return openVaultAt(t, "sqlite:"+filepath.Join(t.TempDir(), "vault.db"), k)
+}
+
+func openVaultAt(t *testing.T, dsn string, keys ...vault.Key) *vault.Vault {
+	t.Helper()
+	v, err := vault.Open(t.Context(), dsn, keys, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { v.Close() })
+	return v
+}
+
+// person is somebody with a browser, a principal of the gateway and a user
+// of the authorization server.
+type person struct {
+	name  string
+	token string // the gateway's credential
+	web   *http.Client
+}
+
+func (r *oauthRig) person(t *testing.T, name string) *person {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.as.LogIn(jar, name)
+	return &person{name: name, token: r.tokens[name], web: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
+}
+
+// signIn signs p in to og's page with their credential.
+func (p *person) signIn(t *testing.T, og *oauthGateway) {
+	t.Helper()
+	status, body := p.send(t, http.MethodPost, og.base+"/ui/login", url.Values{"credential": {p.token}})
+	if status != http.StatusOK || strings.Contains(body, `name="credential"`) {
+		t.Fatalf("%s signing in to the page: %d\n%s", p.name, status, clip(body))
+	}
+}
+
+// connect follows link (the page's Connect) through the authorization
+// server back to the page, and fails unless the page says connected.
+func (p *person) connect(t *testing.T, link string) {
+	t.Helper()
+	status, body := p.send(t, http.MethodGet, link, nil)
+	if status != http.StatusOK || !strings.Contains(body, `id="connected"`) {
+		t.Fatalf("%s connecting: %d\n%s", p.name, status, clip(body))
+	}
+}
+
+// connections returns p's Connections view.
+func (p *person) connections(t *testing.T, og *oauthGateway) string {
+	t.Helper()
+	status, body := p.send(t, http.MethodGet, og.base+"/ui/connections", nil)
+	if status != http.StatusOK {
+		t.Fatalf("%s's connections: %d\n%s", p.name, status, clip(body))
+	}
+	return body
+}
+
+// disconnect presses Disconnect on p's Connections view.
+func (p *person) disconnect(t *testing.T, og *oauthGateway, server string) {
+	t.Helper()
+	m := csrfRE.FindStringSubmatch(p.connections(t, og))
+	if m == nil {
+		t.Fatalf("%s's connections have no Disconnect form", p.name)
+	}
+	status, body := p.send(t, http.MethodPost, og.base+"/ui/connections/"+server+"/disconnect", url.Values{"csrf": {html.UnescapeString(m[1])}})
+	if status != http.StatusOK {
+		t.Fatalf("%s disconnecting: %d\n%s", p.name, status, clip(body))
+	}
+}
+
+func (p *person) send(t *testing.T, method, u string, form url.Values) (int, string) {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, u, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := p.web.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(data)
+}
+
+func clip(s string) string {
+	if len(s) > 3000 {
+		return s[:3000] + "..."
+	}
+	return s
+}
+
+// peer is p's MCP client of og.
+func (p *person) peer(og *oauthGateway) *wiretest.Peer {
+	w := wiretest.Stateless(og.mcp, nil)
+	w.Header = http.Header{"Authorization": {"Bearer " + p.token}}
+	return w
+}
+
+var connectRE = regexp.MustCompile(`http://\S+/ui/connections/whoami/connect`)
+
+// whoami calls the whoami tool as p, and returns the subject it answered,
+// or the gateway's link to connect when it answered with one.
+func (p *person) whoami(t *testing.T, og *oauthGateway) (subject, link string) {
+	t.Helper()
+	r := p.peer(og).Call(t, "tools/call", map[string]any{"name": "whoami", "arguments": map[string]any{}})
+	if r.Error != nil {
+		t.Fatalf("%s's whoami: %s", p.name, r.Raw)
+	}
+	if r.Result["isError"] == true {
+		text := toolErrorText(t, r)
+		if l := connectRE.FindString(text); l != "" {
+			return "", l
+		}
+		t.Fatalf("%s's whoami failed: %s", p.name, text)
+	}
+	var id oauthas.Identity
+	raw, _ := json.Marshal(r.Result["structuredContent"])
+	if err := json.Unmarshal(raw, &id); err != nil || id.Subject == "" {
+		t.Fatalf("%s's whoami answered no subject: %s", p.name, r.Raw)
+	}
+	return id.Subject, ""
+}
+
+// mustBe checks that p's whoami ran with subject's token.
+func (p *person) mustBe(t *testing.T, og *oauthGateway, subject string) {
+	t.Helper()
+	got, link := p.whoami(t, og)
+	if link != "" {
+		t.Fatalf("%s's whoami was told to connect (%s)", p.name, link)
+	}
+	if got != subject {
+		t.Fatalf("%s's whoami ran as %q, want %q", p.name, got, subject)
+	}
+}
+
+// mustConnectFirst checks that p's whoami is answered with the link to
+// connect and that the upstream was not called; it returns the link.
+func (p *person) mustConnectFirst(t *testing.T, og *oauthGateway, res *oauthas.Resource) string {
+	t.Helper()
+	before := res.Calls()
+	got, link := p.whoami(t, og)
+	if link == "" {
+		t.Fatalf("%s's whoami ran as %q without a connection", p.name, got)
+	}
+	if res.Calls() != before {
+		t.Fatalf("%s's whoami reached the upstream without a connection", p.name)
+	}
+	if want := og.base + "/ui/connections/whoami/connect"; link != want {
+		t.Fatalf("link %q, want %q", link, want)
+	}
+	return link
+}
+
+// waitListed waits until the gateway lists whoami, which it does once
+// somebody has connected it.
+func (og *oauthGateway) waitListed(t *testing.T, p *person) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), readyTimeout)
+	defer cancel()
+	for {
+		r := p.peer(og).Call(t, "tools/list", nil)
+		if strings.Contains(string(r.Raw), `"whoami"`) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the gateway does not list whoami: %s", r.Raw)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// TestSignInPerPrincipal: alice and bob each connect the upstream on the
+// page, with their own account at the authorization server, and each
+// one's call carries their own identity; carol, who has not connected,
+// gets the link to connect and the upstream is not called. The
+// authorization named the upstream as its resource.
+func TestSignInPerPrincipal(t *testing.T) {
+	r := newOAuthRig(t, "alice", "bob", "carol")
+	og := startOAuthGateway(t, r, openVault(t), oauthas.PublicClient)
+	alice, bob, carol := r.person(t, "alice"), r.person(t, "bob"), r.person(t, "carol")
+
+	alice.signIn(t, og)
+	alice.connect(t, og.base+"/ui/connections/whoami/connect")
+	og.waitListed(t, alice)
+	link := bob.mustConnectFirst(t, og, r.res)
+	bob.signIn(t, og)
+	bob.connect(t, link)
+
+	alice.mustBe(t, og, "alice")
+	bob.mustBe(t, og, "bob")
+	alice.mustBe(t, og, "alice")
+	carol.mustConnectFirst(t, og, r.res)
+
+	for _, res := range r.as.Resources() {
+		if res != r.res.URL {
+			t.Errorf("an authorization named the resource %q, want %q", res, r.res.URL)
+		}
+	}
+}
+
+// TestSignInRefreshOnce: alice's token is due for refresh (it lives less
+// than the gateway refreshes ahead); her concurrent calls share one
+// refresh, and run with the new token.
+func TestSignInRefreshOnce(t *testing.T) {
+	r := newOAuthRig(t, "alice")
+	og := startOAuthGateway(t, r, openVault(t), oauthas.ConfidentialClient)
+	alice := r.person(t, "alice")
+	r.as.SetAccessTTL(30*time.Second, time.Hour)
+
+	alice.signIn(t, og)
+	alice.connect(t, og.base+"/ui/connections/whoami/connect")
+	og.waitListed(t, alice)
+	const n = 8
+	var wg sync.WaitGroup
+	subjects := make(chan string, n)
+	for range n {
+		wg.Go(func() {
+			r := alice.peer(og).Call(t, "tools/call", map[string]any{"name": "whoami", "arguments": map[string]any{}})
+			var id oauthas.Identity
+			raw, _ := json.Marshal(r.Result["structuredContent"])
+			_ = json.Unmarshal(raw, &id)
+			subjects <- id.Subject
+		})
+	}
+	wg.Wait()
+	close(subjects)
+	for s := range subjects {
+		if s != "alice" {
+			t.Errorf("a concurrent call ran as %q", s)
+		}
+	}
+	if got := r.as.Refreshes("alice"); got != 1 {
+		t.Errorf("%d refreshes for %d concurrent calls, want 1", got, n)
+	}
+	alice.mustBe(t, og, "alice")
+	if got := r.as.Refreshes("alice"); got != 1 {
+		t.Errorf("%d refreshes after a call with a fresh token, want 1", got)
+	}
+}
+
+// TestSignInRevoked: once the authorization server revokes alice's grant,
+// her next call gets the link to connect again; connecting again restores
+// her calls. Bob's connection is untouched.
+func TestSignInRevoked(t *testing.T) {
+	r := newOAuthRig(t, "alice", "bob")
+	og := startOAuthGateway(t, r, openVault(t), oauthas.PublicClient)
+	alice, bob := r.person(t, "alice"), r.person(t, "bob")
+	for _, p := range []*person{alice, bob} {
+		p.signIn(t, og)
+		p.connect(t, og.base+"/ui/connections/whoami/connect")
+	}
+	og.waitListed(t, alice)
+	alice.mustBe(t, og, "alice")
+
+	if err := r.as.RevokeSubject(t.Context(), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	_, link := alice.whoami(t, og)
+	if link == "" {
+		t.Fatal("a call with a revoked grant was not told to connect again")
+	}
+	bob.mustBe(t, og, "bob")
+	if _, again := alice.whoami(t, og); again == "" {
+		t.Fatal("the call after a refusal was not told to connect again")
+	}
+	if v := alice.connections(t, og); !strings.Contains(v, "whoami") {
+		t.Fatalf("alice's connections:\n%s", clip(v))
+	}
+	alice.connect(t, link)
+	alice.mustBe(t, og, "alice")
+}
+
+// TestSignInDisconnect: disconnecting on the page removes alice's grant:
+// her next call gets the link, and bob's still runs.
+func TestSignInDisconnect(t *testing.T) {
+	r := newOAuthRig(t, "alice", "bob")
+	og := startOAuthGateway(t, r, openVault(t), oauthas.PublicClient)
+	alice, bob := r.person(t, "alice"), r.person(t, "bob")
+	for _, p := range []*person{alice, bob} {
+		p.signIn(t, og)
+		p.connect(t, og.base+"/ui/connections/whoami/connect")
+	}
+	og.waitListed(t, alice)
+	alice.mustBe(t, og, "alice")
+
+	alice.disconnect(t, og, "whoami")
+	alice.mustConnectFirst(t, og, r.res)
+	bob.mustBe(t, og, "bob")
+}
+
+// connectionRow returns the whoami row of a Connections view.
+func connectionRow(t *testing.T, view string) string {
+	t.Helper()
+	i := strings.Index(view, `<td class="wrap" data-label="upstream">whoami`)
+	if i < 0 {
+		t.Fatalf("the view lists no whoami:\n%s", clip(view))
+	}
+	row, _, _ := strings.Cut(view[i:], "</tr>")
+	return row
+}
+
+// TestSignInConnectionsView: the Connections view shows the signed-in
+// principal's own connection, with its status, scopes and expiry, and
+// nobody else's.
+func TestSignInConnectionsView(t *testing.T) {
+	r := newOAuthRig(t, "alice", "bob")
+	og := startOAuthGateway(t, r, openVault(t), oauthas.PublicClient)
+	alice, bob := r.person(t, "alice"), r.person(t, "bob")
+	alice.signIn(t, og)
+	bob.signIn(t, og)
+	alice.connect(t, og.base+"/ui/connections/whoami/connect")
+
+	row := connectionRow(t, alice.connections(t, og))
+	for _, want := range []string{">connected<", oauthas.Scope, "offline_access", "<time"} {
+		if !strings.Contains(row, want) {
+			t.Errorf("alice's row lacks %q:\n%s", want, row)
+		}
+	}
+	row = connectionRow(t, bob.connections(t, og))
+	if !strings.Contains(row, "not connected") || strings.Contains(row, oauthas.Scope) || strings.Contains(row, "<time") {
+		t.Errorf("bob's row shows a connection he has not made:\n%s", row)
+	}
+}
