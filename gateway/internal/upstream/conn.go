@@ -311,27 +311,38 @@ func (c *Conn) Run(ctx context.Context) {
 	}
 }
 
+// signInRecheck is how often an upstream waiting for somebody to connect
+// it looks for a connection made on another replica sharing the vault.
+const signInRecheck = 5 * time.Second
+
 // signedIn waits, for an upstream that signs in, until the gateway's own
-// requests have a grant to carry (somebody connected it), without spending
-// the restart budget. It returns false when ctx is done.
+// requests have a grant to carry (somebody connected it, here or on a
+// replica), without spending the restart budget. It returns false when
+// ctx is done.
 func (c *Conn) signedIn(ctx context.Context) bool {
 	s := c.spec.SignIn
 	if s == nil {
 		return true
 	}
-	for {
+	for waited := false; ; waited = true {
 		ready := s.Ready(c.spec.Name)
 		err := s.Connected(ctx, c.spec.Name)
 		if err == nil {
 			return true
 		}
-		c.logger.Info("upstream waits for somebody to connect it", "reason", text.Sanitize(err.Error()))
+		if !waited {
+			c.logger.Info("upstream waits for somebody to connect it", "reason", text.Sanitize(err.Error()))
+		}
 		c.setState(StateSignIn, err)
+		t := time.NewTimer(signInRecheck)
 		select {
 		case <-ready:
+		case <-t.C:
 		case <-ctx.Done():
+			t.Stop()
 			return false
 		}
+		t.Stop()
 	}
 }
 
