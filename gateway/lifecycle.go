@@ -261,6 +261,9 @@ func (g *Gateway) Close() error {
 			}
 		})
 	}
+	if g.signIn != nil {
+		_ = g.signIn.Close() // ends the sign-ins under way
+	}
 	step("the upstreams", func() error { g.wg.Wait(); return nil })
 	step("the clients' sessions", func() error {
 		// The SDK's Close waits for the session's requests to end: one
