@@ -119,6 +119,8 @@ func (o *Options) withDefaults() (Options, error) {
 // Call describes a call as the gateway is about to forward it (or not).
 type Call struct {
 	Principal, Server, Tool string
+	// SignedInAs is whose grant the upstream requests carried (Record).
+	SignedInAs string
 	// Effect and Destructive are the effective values for this call.
 	Effect      hints.Effect
 	Destructive bool
@@ -356,7 +358,7 @@ func (a *Auditor) level(c *Call) Level {
 // record returns the record of c at level.
 func (a *Auditor) record(c *Call, level Level, start time.Time) *Record {
 	r := &Record{
-		Time: start, Principal: c.Principal, Server: c.Server, Tool: c.Tool,
+		Time: start, Principal: c.Principal, Server: c.Server, Tool: c.Tool, SignedInAs: c.SignedInAs,
 		Effect: c.Effect, Destructive: c.Destructive, Decision: c.Decision, Reason: c.Reason,
 		Approver: c.Approver, DryRun: c.DryRun, Level: level,
 	}

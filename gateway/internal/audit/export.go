@@ -24,6 +24,7 @@ type jsonRecord struct {
 	Principal   string          `json:"principal"`
 	Server      string          `json:"server"`
 	Tool        string          `json:"tool"`
+	SignedInAs  string          `json:"signedInAs,omitempty"`
 	Effect      hints.Effect    `json:"effect"`
 	Destructive bool            `json:"destructive"`
 	Decision    Decision        `json:"decision"`
@@ -47,8 +48,8 @@ const timeLayout = "2006-01-02T15:04:05.000000Z07:00"
 func (r *Record) MarshalJSON() ([]byte, error) {
 	j := jsonRecord{
 		ID: r.ID, Time: r.Time.UTC().Format(timeLayout), Principal: r.Principal, Server: r.Server, Tool: r.Tool,
-		Effect: r.Effect, Destructive: r.Destructive, Decision: r.Decision, Reason: r.Reason, Approver: r.Approver,
-		DryRun: r.DryRun, Level: r.Level, ArgsDigest: r.ArgsDigest, Args: r.Args, Outcome: r.Outcome,
+		SignedInAs: r.SignedInAs, Effect: r.Effect, Destructive: r.Destructive, Decision: r.Decision, Reason: r.Reason,
+		Approver: r.Approver, DryRun: r.DryRun, Level: r.Level, ArgsDigest: r.ArgsDigest, Args: r.Args, Outcome: r.Outcome,
 		LatencyUS: r.Latency.Microseconds(), Retries: r.Retries, Redactions: r.Redactions, Error: r.Error,
 	}
 	if !r.Ended.IsZero() {
@@ -77,8 +78,8 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 		}
 	}
 	*r = Record{
-		ID: j.ID, Time: t.UTC(), Principal: j.Principal, Server: j.Server, Tool: j.Tool, Effect: j.Effect,
-		Destructive: j.Destructive, Decision: j.Decision, Reason: j.Reason, Approver: j.Approver, DryRun: j.DryRun,
+		ID: j.ID, Time: t.UTC(), Principal: j.Principal, Server: j.Server, Tool: j.Tool, SignedInAs: j.SignedInAs,
+		Effect: j.Effect, Destructive: j.Destructive, Decision: j.Decision, Reason: j.Reason, Approver: j.Approver, DryRun: j.DryRun,
 		Level: j.Level, ArgsDigest: j.ArgsDigest, Args: j.Args, Outcome: j.Outcome, Ended: ended.UTC(),
 		Latency: time.Duration(j.LatencyUS) * time.Microsecond, Retries: j.Retries, Redactions: j.Redactions, Error: j.Error,
 	}
@@ -112,8 +113,8 @@ func WriteJSONL(w io.Writer, records iter.Seq2[*Record, error]) (int, error) {
 //
 //	TIME ID PRINCIPAL SERVER/TOOL EFFECT DECISION OUTCOME LATENCY [details]
 //
-// with the approver, retries, redactions, reason and error as key=value
-// details. Every text that came from a client or a server is stripped of
+// with whose grant the upstream requests carried (signedInAs), the
+// approver, retries, redactions, reason and error as key=value details. Every text that came from a client or a server is stripped of
 // control characters, escape sequences and bidirectional overrides.
 func WriteText(w io.Writer, records iter.Seq2[*Record, error]) (int, error) {
 	bw := bufio.NewWriter(w)
@@ -154,6 +155,9 @@ func textLine(r *Record) string {
 	fmt.Fprintf(&b, "%s %6d %-12s %-32s %-9s %-8s %-14s %s",
 		r.Time.UTC().Format(timeLayout), r.ID, text.Sanitize(principal), text.Sanitize(r.Server+"/"+r.Tool),
 		text.Sanitize(effect), text.Sanitize(decision), text.Sanitize(string(r.Outcome)), latency)
+	if r.SignedInAs != "" {
+		fmt.Fprintf(&b, " signedInAs=%s", quoteText(r.SignedInAs))
+	}
 	if r.Approver != "" {
 		fmt.Fprintf(&b, " approver=%s", quoteText(r.Approver))
 	}

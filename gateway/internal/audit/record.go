@@ -113,6 +113,10 @@ type Record struct {
 	Principal string
 	// Server and Tool name the upstream server and its tool.
 	Server, Tool string
+	// SignedInAs is, for an upstream the gateway signs in to with OAuth,
+	// whose grant the call carried: a principal, "shared" for a shared
+	// connection, "local" for the anonymous or stdio user; "" otherwise.
+	SignedInAs string
 	// Effect is the effect of this call, resolved or static.
 	Effect hints.Effect
 	// Destructive reports the effective destructiveHint of this call.
@@ -152,7 +156,8 @@ type Record struct {
 
 // Bounds on what a record holds; longer text is cut.
 const (
-	// MaxNameBytes bounds a principal, server, tool or approver.
+	// MaxNameBytes bounds a principal, server, tool, approver or the
+	// identity signed in as.
 	MaxNameBytes = 256
 	// MaxReasonBytes bounds a decision's reason.
 	MaxReasonBytes = 1024
@@ -175,6 +180,7 @@ func (r *Record) normalize() {
 	r.Server = storable(r.Server, MaxNameBytes)
 	r.Tool = storable(r.Tool, MaxNameBytes)
 	r.Approver = storable(r.Approver, MaxNameBytes)
+	r.SignedInAs = storable(r.SignedInAs, MaxNameBytes)
 	r.Effect = hints.Effect(storable(string(r.Effect), 32))
 	r.Reason = storable(r.Reason, MaxReasonBytes)
 	r.Error = storable(r.Error, MaxErrorBytes)

@@ -133,7 +133,7 @@ func auditDefaults(o *AuditOptions) AuditOptions {
 
 // auditCall describes c for the audit log.
 func auditCall(c *call.Call, o AuditOptions) audit.Call {
-	ac := audit.Call{Server: c.Upstream.Name(), Tool: c.Target, Arguments: c.Arguments,
+	ac := audit.Call{Server: c.Upstream.Name(), Tool: c.Target, SignedInAs: c.SignedInAs, Arguments: c.Arguments,
 		SensitiveArgs: o.SensitiveArgs, Decision: audit.Allow}
 	if ac.Tool == "" {
 		ac.Tool = c.Name

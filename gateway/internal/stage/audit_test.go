@@ -55,7 +55,8 @@ func auditRecords(t *testing.T, s audit.Store) []*audit.Record {
 
 // TestAuditEveryCallOnce runs calls through the audit stages around a
 // stage that decides and refuses, into an SQLite store: each call has one
-// record, with its effect, decision, reason, approver and outcome; a
+// record, with its effect, decision, reason, approver, outcome and whose
+// grant the upstream requests carried (set by signin, inside AuditRefused); a
 // destructive call is on disk, outcome unknown, while it is forwarded;
 // and a call the store cannot record durably is refused without being
 // forwarded.
@@ -99,7 +100,11 @@ func TestAuditEveryCallOnce(t *testing.T) {
 		c.Upstream, c.Tool, c.Target = conn, tools[c.Name], c.Name
 		return next.Serve(ctx, c)
 	}}
-	h := chain(final, route, &stage.AuditRefused{Auditor: a}, decide(verdicts, "alice"), &stage.Audit{Auditor: a})
+	signIn := &stageFunc{name: "signin", serve: func(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
+		c.SignedInAs = "shared"
+		return next.Serve(ctx, c)
+	}}
+	h := chain(final, route, &stage.AuditRefused{Auditor: a}, signIn, decide(verdicts, "alice"), &stage.Audit{Auditor: a})
 	serve := func(name string) (json.RawMessage, error) {
 		return h.Serve(ctx, &call.Call{Method: call.ToolsCall, Name: name,
 			Arguments: json.RawMessage(`{"path":"a.txt","token":"s3cret"}`), Client: &call.Client{Principal: "bob"}})
@@ -148,7 +153,8 @@ func TestAuditEveryCallOnce(t *testing.T) {
 			continue
 		}
 		if r.Effect != w.effect || r.Decision != w.decision || r.Reason != w.reason || r.Approver != w.approver ||
-			r.Outcome != w.outcome || r.Retries != w.retries || r.Principal != "bob" || r.Server != "up" || r.ArgsDigest == "" {
+			r.Outcome != w.outcome || r.Retries != w.retries || r.Principal != "bob" || r.Server != "up" || r.ArgsDigest == "" ||
+			r.SignedInAs != "shared" {
 			t.Errorf("%s: %+v\nwant effect %s decision %s reason %q approver %q outcome %s retries %d", w.tool, r,
 				w.effect, w.decision, w.reason, w.approver, w.outcome, w.retries)
 		}

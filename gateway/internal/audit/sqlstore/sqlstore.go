@@ -105,14 +105,15 @@ func (s *Store) retry(ctx context.Context, f func() error) error {
 func (s *Store) insert(n int) string {
 	row := "(?" + strings.Repeat(", ?", insertColumns-1) + ")"
 	return s.db.Rebind(`INSERT INTO audit_records (call_key, ` + s.start + `, principal, server, tool, effect, destructive,
-	decision, reason, approver, dry_run, level, args_digest, args, outcome, ` + s.ended + `, latency_us, retries, redactions, error)
+	decision, reason, approver, dry_run, level, args_digest, args, outcome, ` + s.ended + `, latency_us, retries, redactions, error,
+	signed_in_as)
 	VALUES ` + row + strings.Repeat(", "+row, n-1))
 }
 
 // insertColumns counts the columns of insert; maxInsert bounds the records
 // of one statement (PostgreSQL takes at most 65535 arguments).
 const (
-	insertColumns = 20
+	insertColumns = 21
 	maxInsert     = 128
 )
 
@@ -132,7 +133,8 @@ func (s *Store) newKey() any {
 // is recorded.
 func (s *Store) values(key any, r *audit.Record, ended bool) []any {
 	v := []any{key, s.at(r.Time), r.Principal, r.Server, r.Tool, string(r.Effect), r.Destructive, string(r.Decision),
-		r.Reason, r.Approver, r.DryRun, string(r.Level), r.ArgsDigest, nullJSON(r.Args), nil, nil, nil, 0, nil, ""}
+		r.Reason, r.Approver, r.DryRun, string(r.Level), r.ArgsDigest, nullJSON(r.Args), nil, nil, nil, 0, nil, "",
+		r.SignedInAs}
 	if ended {
 		v[14], v[15], v[16], v[17], v[18], v[19] = s.ending(r)
 	}
@@ -280,8 +282,8 @@ func (s *Store) Query(ctx context.Context, f audit.Filter) iter.Seq2[*audit.Reco
 	return func(yield func(*audit.Record, error) bool) {
 		where, args := s.where(f)
 		rows, err := s.db.Read.QueryContext(ctx, s.db.Rebind(`SELECT id, `+s.start+`, principal, server, tool, effect, destructive,
-			decision, reason, approver, dry_run, level, args_digest, args, outcome, `+s.ended+`, latency_us, retries, redactions, error
-			FROM audit_records`+where), args...)
+			decision, reason, approver, dry_run, level, args_digest, args, outcome, `+s.ended+`, latency_us, retries, redactions, error,
+			signed_in_as FROM audit_records`+where), args...)
 		if err != nil {
 			yield(nil, fmt.Errorf("audit store (%s): %w", s.db, err))
 			return
@@ -329,7 +331,7 @@ func scan(rows *sql.Rows) (*audit.Record, error) {
 	var latencyUS sql.NullInt64
 	if err := rows.Scan(&r.ID, &start, &r.Principal, &r.Server, &r.Tool, &effect, &r.Destructive, &decision,
 		&r.Reason, &r.Approver, &r.DryRun, &level, &r.ArgsDigest, &args, &outcome, &ended, &latencyUS,
-		&r.Retries, &redactions, &r.Error); err != nil {
+		&r.Retries, &redactions, &r.Error, &r.SignedInAs); err != nil {
 		return nil, err
 	}
 	r.Time, r.Ended = start.Time, ended.Time

@@ -141,8 +141,9 @@ func legacy(t *testing.T) map[string]string {
 
 // TestUpgrade: a database of the audit's own migrations table is upgraded
 // in place: its version is recorded in goose_audit, later migrations run,
-// the old records read back as they were written, new ones are added
-// after them, and opening again changes nothing.
+// the old records read back as they were written (signed in as no one),
+// new ones are added after them with every field, and opening again
+// changes nothing.
 func TestUpgrade(t *testing.T) {
 	t0 := time.Date(2026, 7, 28, 10, 0, 0, 123456000, time.UTC)
 	records := func() []*audit.Record {
@@ -175,11 +176,12 @@ func TestUpgrade(t *testing.T) {
 					if err := s.Finish(t.Context(), want[2]); err != nil {
 						t.Errorf("finishing the call begun before the upgrade: %v", err)
 					}
-					id, err := s.Begin(t.Context(), &audit.Record{Time: t0.Add(5 * time.Second), Server: "s", Tool: "t", Decision: audit.Allow})
+					id, err := s.Begin(t.Context(), &audit.Record{Time: t0.Add(5 * time.Second), Server: "s", Tool: "t", SignedInAs: "shared", Decision: audit.Allow})
 					if err != nil || id != 4 {
 						t.Errorf("Begin after the upgrade: %d, %v", id, err)
 					}
-				} else if len(got) != 4 || !slices.Equal([]int64{got[0].ID, got[2].ID, got[3].ID}, []int64{1, 3, 4}) || got[2].Outcome != audit.OutcomeOK {
+				} else if len(got) != 4 || !slices.Equal([]int64{got[0].ID, got[2].ID, got[3].ID}, []int64{1, 3, 4}) || got[2].Outcome != audit.OutcomeOK ||
+					got[3].SignedInAs != "shared" {
 					t.Errorf("after reopening: %+v", got)
 				}
 				s.Close()
@@ -190,7 +192,7 @@ func TestUpgrade(t *testing.T) {
 			}
 			ro.Close()
 			// Version 1 was adopted from audit_migrations, not applied again.
-			wantV := map[string][]int64{"sqlite": {0, 1, 2}, "postgres": {0, 1}}[name]
+			wantV := map[string][]int64{"sqlite": {0, 1, 2, 3}, "postgres": {0, 1, 2}}[name]
 			if got := versions(t, spec); !slices.Equal(got, wantV) {
 				t.Errorf("goose_audit holds versions %v, want %v", got, wantV)
 			}

@@ -8,6 +8,7 @@ package storetest
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -75,7 +76,7 @@ var base = time.Date(2026, 7, 28, 9, 0, 0, 0, time.UTC)
 func full() *audit.Record {
 	return &audit.Record{
 		Time: base.Add(1500 * time.Microsecond), Principal: "alice@example.com", Server: "files", Tool: "manage_files",
-		Effect: hints.EffectDelete, Destructive: true, Decision: audit.Confirm, Reason: "delete confirmed by rule",
+		SignedInAs: "shared", Effect: hints.EffectDelete, Destructive: true, Decision: audit.Confirm, Reason: "delete confirmed by rule",
 		Approver: "bob@example.com", DryRun: false, Level: audit.LevelFull, ArgsDigest: "digest",
 		Args: json.RawMessage(`{"action":"delete","path":"a.txt"}`),
 	}
@@ -222,7 +223,7 @@ func newAuditor(t *testing.T, s audit.Store, o *audit.Options) *audit.Auditor {
 
 // deleteCall is a call that must be audited.
 func deleteCall() audit.Call {
-	return audit.Call{Principal: "alice", Server: "files", Tool: "manage_files", Effect: hints.EffectDelete,
+	return audit.Call{Principal: "alice", Server: "files", Tool: "manage_files", SignedInAs: "alice", Effect: hints.EffectDelete,
 		Destructive: true, Decision: audit.Confirm, Reason: "deletes are confirmed", Approver: "alice",
 		Arguments: json.RawMessage(`{"action":"delete","path":"a.txt","api_token":"s3cr3t"}`)}
 }
@@ -251,7 +252,8 @@ func testDurableBeforeForward(t *testing.T, h Harness) {
 	}
 	// Here the gateway would forward the call.
 	got := byID(t, other, e.ID())
-	if got.Outcome != audit.OutcomeUnknown || !got.Ended.IsZero() || got.Tool != "manage_files" || got.Approver != "alice" {
+	if got.Outcome != audit.OutcomeUnknown || !got.Ended.IsZero() || got.Tool != "manage_files" || got.Approver != "alice" ||
+		got.SignedInAs != "alice" {
 		t.Fatalf("before the call ends, the other store reads %s", jsonOf(got))
 	}
 	if err := e.End(t.Context(), audit.Ending{Outcome: audit.OutcomeOK, Redactions: map[string]int{"email": 1}}); err != nil {
@@ -608,6 +610,9 @@ func fixture() []*audit.Record {
 		}
 		if r.decision == audit.Confirm && r.outcome == audit.OutcomeOK {
 			rec.Approver = "dave"
+		}
+		if r.server == "github" { // signs in with OAuth, as each principal
+			rec.SignedInAs = cmp.Or(r.principal, "local")
 		}
 		if r.effect == hints.EffectWrite {
 			rec.Level, rec.Args = audit.LevelFull, json.RawMessage(fmt.Sprintf(`{"n":%d,"path":"f\u001b[31m.txt"}`, i))
