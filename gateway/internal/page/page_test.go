@@ -387,6 +387,16 @@ func TestAuditPage(t *testing.T) {
 		if wantDeny := admin; strings.Contains(r.body, "<rect class=\"d-deny\"") != wantDeny {
 			t.Errorf("admin=%v: bob's denied call drawn: %v", admin, !wantDeny)
 		}
+		// A call to an upstream signed in to with OAuth says whose grant it carried.
+		if err := f.audit.Write(t.Context(), []*audit.Record{{Time: now.Add(-time.Minute), Principal: "alice", Server: "github",
+			Tool: "create_issue", SignedInAs: "shared", Effect: hints.EffectWrite, Decision: audit.Allow, Level: audit.LevelSummary,
+			Outcome: audit.OutcomeOK}}); err != nil {
+			t.Fatal(err)
+		}
+		r = b.get("/audit?server=github")
+		if n := strings.Count(r.body, `<div class="muted signed-in"`); n != 1 || !strings.Contains(r.body, "signed in as shared</div>") {
+			t.Errorf("admin=%v: the record signed in as shared shows %d times:\n%s", admin, n, r.body)
+		}
 	}
 }
 

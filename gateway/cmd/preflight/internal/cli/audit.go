@@ -31,8 +31,9 @@ func (c *auditCmd) synopsis() string {
 	return `usage: preflight audit [-store STORE | -config FILE | -data DIR] [filters] [-format text|jsonl] [-o FILE]
 
 Queries and exports the gateway's audit log: one record per call, with
-its time, principal, server, tool, effect, the decision and its reason,
-the approver, the outcome, the latency, the digest of its arguments (their
+its time, principal, server, tool, whose grant the requests to an OAuth
+upstream carried (signedInAs), effect, the decision and its reason, the
+approver, the outcome, the latency, the digest of its arguments (their
 values where the level is full, never sensitive ones), what was redacted
 (kinds and counts) and the retries. A call whose outcome was never recorded
 (the gateway stopped while it ran) shows as unknown.

@@ -18,7 +18,7 @@ import (
 
 // fillAudit writes the records the audit tests read into the store at
 // spec: a read, a confirmed delete that ran, a delete whose outcome was
-// never recorded, and a write whose tool name and error carry escape
+// never recorded (to an upstream signed in to with a shared grant), and a write whose tool name and error carry escape
 // sequences.
 func fillAudit(t *testing.T, spec string) {
 	t.Helper()
@@ -40,7 +40,7 @@ func fillAudit(t *testing.T, spec string) {
 		t.Fatal(err)
 	}
 	if _, err := s.Begin(t.Context(), &audit.Record{Time: at(2), Principal: "carol", Server: "files", Tool: "delete_file",
-		Effect: hints.EffectDelete, Destructive: true, Decision: audit.Confirm, Reason: "deletes are confirmed",
+		SignedInAs: "shared", Effect: hints.EffectDelete, Destructive: true, Decision: audit.Confirm, Reason: "deletes are confirmed",
 		Approver: "carol", Level: audit.LevelSummary, ArgsDigest: "d2"}); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,8 @@ func checkAudit(t *testing.T, spec string) {
 		recs = append(recs, r)
 	}
 	if len(recs) != 2 || recs[0].Principal != "bob" || recs[0].Outcome != audit.OutcomeOK || string(recs[0].Args) != `{"path":"a.txt"}` ||
-		recs[1].Principal != "carol" || recs[1].Outcome != audit.OutcomeUnknown || !recs[1].Ended.IsZero() {
+		recs[1].Principal != "carol" || recs[1].Outcome != audit.OutcomeUnknown || !recs[1].Ended.IsZero() ||
+		recs[0].SignedInAs != "" || recs[1].SignedInAs != "shared" {
 		t.Fatalf("-effect delete:\n%s", out)
 	}
 
