@@ -64,6 +64,16 @@ func New(opts *Options) (*Gateway, error) {
 	}
 	g.setResolver(o.Resolver)
 	info := &mcp.Implementation{Name: o.Name, Version: o.Version}
+	var obs forward.RetryObserver
+	if o.Metrics == nil || !o.Metrics.Off {
+		var mo metrics.Options
+		if o.Metrics != nil {
+			mo.Buckets = o.Metrics.Buckets
+		}
+		g.metrics = metrics.New(&mo)
+		g.metrics.Upstreams(g.upstreamMetrics)
+		obs = g.metrics
+	}
 	if err := g.newSignIn(&o); err != nil {
 		return nil, err
 	}
@@ -84,16 +94,6 @@ func New(opts *Options) (*Gateway, error) {
 	if st == nil {
 		g.ownState = state.NewMemory(nil)
 		st = g.ownState
-	}
-	var obs forward.RetryObserver
-	if o.Metrics == nil || !o.Metrics.Off {
-		var mo metrics.Options
-		if o.Metrics != nil {
-			mo.Buckets = o.Metrics.Buckets
-		}
-		g.metrics = metrics.New(&mo)
-		g.metrics.Upstreams(g.upstreamMetrics)
-		obs = g.metrics
 	}
 	var tracer trace.Tracer
 	if o.TracerProvider != nil {

@@ -23,7 +23,8 @@ func (g *Gateway) newSignIn(o *Options) error {
 		return errors.New("gateway: an upstream signs in with OAuth, and there is no page (Options.Page) for people to connect it on")
 	}
 	m, err := signin.New(servers, signin.Options{Store: o.Vault, Logger: g.logger,
-		CallbackURL: func() string { return signin.CallbackURL(g.PageURL()) }})
+		CallbackURL: func() string { return signin.CallbackURL(g.PageURL()) },
+		OnEvent:     func(server, event string) { g.metrics.SignIn(server, event) }})
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}

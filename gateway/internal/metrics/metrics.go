@@ -5,8 +5,8 @@
 // Every label takes values from a bounded set: servers from the
 // configuration, tools from the catalog (the caller passes "unknown" for a
 // name it does not know), and the fixed sets of methods, effects,
-// decisions, outcomes, confirmation results, failure kinds and reasons
-// below (anything else is counted as "other"). docs/metrics.md lists every
+// decisions, outcomes, confirmation results, failure kinds, reasons and
+// sign-in events below (anything else is counted as "other"). docs/metrics.md lists every
 // metric.
 package metrics
 
@@ -51,6 +51,7 @@ type Metrics struct {
 	giveUps       *prometheus.CounterVec
 	dropped       *prometheus.CounterVec
 	flows         *prometheus.CounterVec
+	signIns       *prometheus.CounterVec
 }
 
 // New returns the gateway's collectors, registered in a new registry.
@@ -87,7 +88,10 @@ func New(opts *Options) *Metrics {
 	m.flows = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "flows_total",
 		Help: "Tool calls whose arguments carry a value the client read by another call, by destination upstream server and action: confirm, deny, allow (a rule allowed it), dry-run."},
 		[]string{"server", "action"})
-	m.reg.MustRegister(m.calls, m.latency, m.confirmations, m.redactions, m.retries, m.giveUps, m.dropped, m.flows)
+	m.signIns = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "upstream_signin_events_total",
+		Help: "Sign-in events of upstreams the gateway signs in to with OAuth, by upstream server and event: connected, refreshed, refresh_failed, refused, not_connected."},
+		[]string{"server", "event"})
+	m.reg.MustRegister(m.calls, m.latency, m.confirmations, m.redactions, m.retries, m.giveUps, m.dropped, m.flows, m.signIns)
 	if !o.NoRuntime {
 		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
@@ -120,6 +124,7 @@ var (
 	confirmBy = set("client", "page", "")
 	failures  = set("down", "connection_lost", "exited", "timeout", "http_5xx")
 	reasons   = set("not_idempotent", "not_resolved", "attempts", "budget", "deadline")
+	signIns   = set("connected", "refreshed", "refresh_failed", "refused", "not_connected")
 )
 
 func set(vs ...string) map[string]bool {
@@ -174,6 +179,16 @@ func (m *Metrics) Flow(server, action string) {
 		return
 	}
 	m.flows.WithLabelValues(server, action).Inc()
+}
+
+// SignIn records a sign-in event of server (package signin's events):
+// connected, refreshed, refresh_failed, refused or not_connected. It has
+// no principal label, so that the series stay as few as the servers.
+func (m *Metrics) SignIn(server, event string) {
+	if m == nil {
+		return
+	}
+	m.signIns.WithLabelValues(server, bound(signIns, event)).Inc()
 }
 
 // NotificationsDropped records n notifications of a call of server dropped

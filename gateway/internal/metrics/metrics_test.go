@@ -1,6 +1,10 @@
 package metrics_test
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -18,6 +22,7 @@ func TestBounded(t *testing.T) {
 		m.Retried("s", "strange")
 		m.GaveUp("s", "whim")
 		m.Confirmation("s", "perhaps", "someone")
+		m.SignIn("s", "alice@example.com")
 	}
 	m.Redacted("s", "email", 3)
 	m.Redacted("s", "email", 0)
@@ -25,7 +30,7 @@ func TestBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 6 { // one each of calls, latency, retries, refusals, confirmations, redactions
+	if n != 7 { // one each of calls, latency, retries, refusals, confirmations, redactions, sign-ins
 		t.Errorf("%d series", n)
 	}
 	fams, err := m.Gatherer().Gather()
@@ -48,4 +53,33 @@ func TestBounded(t *testing.T) {
 	var nilM *metrics.Metrics
 	nilM.Call(metrics.Call{})
 	nilM.Retried("s", "exited")
+}
+
+// TestSignIn: sign-in events are counted by server and event, served in
+// the text format; an unknown event (a principal passed by mistake) is
+// "other".
+func TestSignIn(t *testing.T) {
+	m := metrics.New(&metrics.Options{NoRuntime: true})
+	for _, e := range []string{"connected", "connected", "refreshed", "refresh_failed", "refused", "not_connected", "alice"} {
+		m.SignIn("github", e)
+	}
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	var got []string
+	for line := range strings.Lines(rec.Body.String()) {
+		if strings.HasPrefix(line, "preflight_upstream_signin_events_total{") {
+			got = append(got, strings.TrimSpace(line))
+		}
+	}
+	want := []string{
+		`preflight_upstream_signin_events_total{event="connected",server="github"} 2`,
+		`preflight_upstream_signin_events_total{event="not_connected",server="github"} 1`,
+		`preflight_upstream_signin_events_total{event="other",server="github"} 1`,
+		`preflight_upstream_signin_events_total{event="refresh_failed",server="github"} 1`,
+		`preflight_upstream_signin_events_total{event="refreshed",server="github"} 1`,
+		`preflight_upstream_signin_events_total{event="refused",server="github"} 1`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("scraped:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }

@@ -266,6 +266,7 @@ func (m *Manager) keep(ctx context.Context, s Server, f *flow) error {
 	close(m.ready[s.Name])
 	m.ready[s.Name] = make(chan struct{})
 	m.mu.Unlock()
+	m.Report(s.Name, EventConnected)
 	m.opts.Logger.InfoContext(ctx, "upstream connected for a principal", "upstream", s.Name, "principal", f.principal, "scopes", strings.Join(scopes, " "))
 	return nil
 }

@@ -103,7 +103,27 @@ type Options struct {
 	// Logger receives sign-ins, refreshes and their failures. Nil
 	// discards.
 	Logger *slog.Logger
+	// OnEvent, if set, is told each event of a server, for metrics: one of
+	// the Event constants. It must not block.
+	OnEvent func(server, event string)
 }
+
+// Events passed to [Options.OnEvent].
+const (
+	// EventConnected: a principal connected the server.
+	EventConnected = "connected"
+	// EventRefreshed: a grant's token was refreshed.
+	EventRefreshed = "refreshed"
+	// EventRefreshFailed: refreshing a grant's token failed; its
+	// principal connects again.
+	EventRefreshFailed = "refresh_failed"
+	// EventRefused: the server refused a grant's token (401, or 403 for
+	// too little scope).
+	EventRefused = "refused"
+	// EventNotConnected: a call was answered with the link to connect
+	// the server (reported by the caller, [Manager.Report]).
+	EventNotConnected = "not_connected"
+)
 
 // Manager signs principals in to upstreams and authorizes their requests.
 type Manager struct {
@@ -303,9 +323,11 @@ func (m *Manager) grant(ctx context.Context, server string) (*vault.Connection, 
 		} else {
 			g, err = m.opts.Store.Refresh(ctx, p, server, refreshAhead, m.refresher)
 			if err != nil {
+				m.Report(server, EventRefreshFailed)
 				m.opts.Logger.WarnContext(ctx, "upstream token refresh failed", "upstream", server, "principal", p, "error", text.Clip(err.Error(), 300))
 				return nil, &NotConnectedError{Principal: p, Server: server, Reason: "refreshing its connection failed; connect again"}
 			}
+			m.Report(server, EventRefreshed)
 		}
 	}
 	m.remember(k, g)
@@ -381,7 +403,16 @@ func (m *Manager) Refused(ctx context.Context, server string, resp *http.Respons
 	}
 	m.challenges[k] = http.Header{"Www-Authenticate": slices.Clone(resp.Header.Values("WWW-Authenticate"))}
 	delete(m.cached, k)
+	m.Report(server, EventRefused)
 	m.opts.Logger.InfoContext(ctx, "upstream refused a connection's token", "upstream", server, "principal", p, "status", resp.StatusCode)
+}
+
+// Report passes event of server to [Options.OnEvent]; the Manager reports
+// its own events, and a caller those only it sees (EventNotConnected).
+func (m *Manager) Report(server, event string) {
+	if m.opts.OnEvent != nil {
+		m.opts.OnEvent(server, event)
+	}
 }
 
 func insufficientScope(cs []oauthex.Challenge) bool {

@@ -72,6 +72,7 @@ func (s *SignIn) Serve(ctx context.Context, c *call.Call, next call.Handler) (js
 // refuse ends a call whose principal must connect the upstream first.
 func (s *SignIn) refuse(c *call.Call, nc *signin.NotConnectedError) (json.RawMessage, error) {
 	c.Outcome = "not_connected"
+	s.Manager.Report(nc.Server, signin.EventNotConnected)
 	msg := s.notConnected(nc)
 	if c.Method == call.ToolsCall {
 		return call.ToolError(msg), nil
