@@ -53,12 +53,17 @@ const (
 	// OutcomeUndisclosed: the tool's description was not read first
 	// (progressive disclosure); the call was refused and not forwarded.
 	OutcomeUndisclosed Outcome = "undisclosed"
+	// OutcomeNotConnected: the upstream signs in with OAuth and the
+	// principal has not connected it (or must again); the call was
+	// answered with the link to connect and not forwarded.
+	OutcomeNotConnected Outcome = "not_connected"
 )
 
 // Outcomes lists every outcome.
 func Outcomes() []Outcome {
 	return []Outcome{OutcomeOK, OutcomeToolError, OutcomeError, OutcomeInputRequired, OutcomeUnknown,
-		OutcomeDenied, OutcomeDeclined, OutcomeTimeout, OutcomeCancelled, OutcomeQuarantined, OutcomeUndisclosed}
+		OutcomeDenied, OutcomeDeclined, OutcomeTimeout, OutcomeCancelled, OutcomeQuarantined, OutcomeUndisclosed,
+		OutcomeNotConnected}
 }
 
 // Decisions lists every decision.

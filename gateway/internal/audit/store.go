@@ -75,7 +75,8 @@ var filterKeys = []string{"since", "until", "principal", "server", "tool", "effe
 //	effect        read, write, external or delete
 //	decision      allow, confirm or deny
 //	outcome       ok, tool_error, error, input_required, unknown, denied,
-//	              declined, timeout, cancelled or quarantined
+//	              declined, timeout, cancelled, quarantined, undisclosed or
+//	              not_connected
 //	limit         the most records, 1 to 1000000
 //	order         oldest (the default) or newest
 //

@@ -119,7 +119,7 @@ var (
 	methods   = set("tools/call", "tools/resolve", "prompts/get", "resources/read", "completion/complete", "resources/subscribe", "resources/unsubscribe", "answer")
 	effects   = set("read", "write", "delete", "external", "unknown", "none")
 	decisions = set("allow", "confirm", "deny", "none")
-	outcomes  = set("ok", "tool_error", "input_required", "declined", "cancelled", "timeout", "denied", "quarantined", "undisclosed", "unknown", "error")
+	outcomes  = set("ok", "tool_error", "input_required", "declined", "cancelled", "timeout", "denied", "quarantined", "undisclosed", "not_connected", "unknown", "error")
 	results   = set("asked", "approved", "declined", "cancelled", "timeout")
 	confirmBy = set("client", "page", "")
 	failures  = set("down", "connection_lost", "exited", "timeout", "http_5xx")

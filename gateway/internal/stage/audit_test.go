@@ -53,6 +53,46 @@ func auditRecords(t *testing.T, s audit.Store) []*audit.Record {
 	return out
 }
 
+// TestAuditNotConnected: a call that signin answers with the link to
+// connect is recorded by audit.refused as not_connected, with the identity
+// it would have signed in as, and is not forwarded.
+func TestAuditNotConnected(t *testing.T) {
+	store, err := sqlstore.Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "audit.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	a, err := audit.New(store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := upstream.New(upstream.Spec{Name: "up", URL: "http://127.0.0.1:1/mcp", Lazy: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	route := &stageFunc{name: "route", serve: func(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
+		c.Upstream, c.Tool, c.Target = conn, auditTool(c.Name, nil), c.Name
+		return next.Serve(ctx, c)
+	}}
+	notConnected := &stageFunc{name: "signin", serve: func(ctx context.Context, c *call.Call, next call.Handler) (json.RawMessage, error) {
+		c.SignedInAs, c.Outcome = "local", "not_connected"
+		return call.ToolError("Not run: connect it first"), nil
+	}}
+	forwarded := false
+	final := call.HandlerFunc(func(context.Context, *call.Call) (json.RawMessage, error) { forwarded = true; return nil, nil })
+	h := chain(final, route, &stage.AuditRefused{Auditor: a}, notConnected, &stage.Audit{Auditor: a})
+	if _, err := h.Serve(t.Context(), &call.Call{Method: call.ToolsCall, Name: "create_issue", Client: &call.Client{}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	rs := auditRecords(t, store)
+	if forwarded || len(rs) != 1 || rs[0].Outcome != audit.OutcomeNotConnected || rs[0].SignedInAs != "local" {
+		t.Fatalf("forwarded %v, records %+v", forwarded, rs)
+	}
+}
+
 // TestAuditEveryCallOnce runs calls through the audit stages around a
 // stage that decides and refuses, into an SQLite store: each call has one
 // record, with its effect, decision, reason, approver, outcome and whose

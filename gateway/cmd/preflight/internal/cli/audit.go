@@ -74,7 +74,7 @@ func (c *auditCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.tool, "tool", "", "records of this tool only")
 	fs.StringVar(&c.effect, "effect", "", "records of this effect only: read, write, external or delete")
 	fs.StringVar(&c.decision, "decision", "", "records of this decision only: allow, confirm or deny")
-	fs.StringVar(&c.oc, "outcome", "", "records of this outcome only: ok, tool_error, error, input_required,\nunknown (also never recorded), denied, declined, timeout, cancelled or quarantined")
+	fs.StringVar(&c.oc, "outcome", "", "records of this outcome only: ok, tool_error, error, input_required,\nunknown (also never recorded), denied, declined, timeout, cancelled, quarantined,\nundisclosed or not_connected")
 	fs.IntVar(&c.limit, "limit", 0, "at most this many records (0: all)")
 	fs.BoolVar(&c.newest, "newest", false, "newest first (with -limit: the latest records)")
 	c.bindOutput(fs, []string{"text", "jsonl", "json"}, "json") // json is JSON Lines too
