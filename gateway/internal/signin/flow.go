@@ -102,7 +102,7 @@ func (m *Manager) handlerConfig(ctx context.Context, s Server, principal, callba
 	c := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL:         callback,
 		RequestRefreshToken: true,
-		Client:              m.opts.HTTPClient,
+		Client:              m.clientFor(ctx, s.Name),
 		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
 			RedirectURIs:            []string{callback},
 			ClientName:              m.opts.ClientName,
@@ -172,7 +172,7 @@ func (m *Manager) challenge(ctx context.Context, s Server, refused http.Header) 
 		if err != nil {
 			return nil, nil, fmt.Errorf("signin: %w", err)
 		}
-		got, err := m.opts.HTTPClient.Do(r)
+		got, err := m.clientFor(ctx, s.Name).Do(r)
 		if err != nil {
 			return nil, nil, fmt.Errorf("signin: reaching %q: %w", s.Name, err)
 		}

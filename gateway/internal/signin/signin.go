@@ -92,8 +92,12 @@ type Options struct {
 	// ClientName is how the gateway names itself when it registers.
 	// "" means "preflight gateway".
 	ClientName string
-	// HTTPClient makes the discovery, registration and token requests.
-	// Nil means a client with a 30 s timeout.
+	// HTTPClient makes the discovery, registration and token requests,
+	// as given. Nil means, for each server, a client with a 30 s timeout
+	// that reaches only addresses of the kind the server's own is (no
+	// private or loopback address for a public server, never a
+	// link-local one): an upstream cannot send the gateway into its own
+	// network.
 	HTTPClient *http.Client
 	// FlowTimeout bounds a sign-in from Begin to Complete. Zero means
 	// DefaultFlowTimeout.
@@ -136,6 +140,7 @@ type Manager struct {
 	cached     map[key]*vault.Connection // unexpired tokens, to spare the store a read per call
 	lister     map[string]string         // server -> the principal whose token lists it
 	ready      map[string]chan struct{}  // server -> closed at its next connection
+	clients    map[string]*http.Client   // server -> the client of its sign-in requests
 }
 
 type key struct{ principal, server string }
@@ -151,9 +156,6 @@ func New(servers []Server, o Options) (*Manager, error) {
 	if o.ClientName == "" {
 		o.ClientName = "preflight gateway"
 	}
-	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Timeout: 30 * time.Second}
-	}
 	if o.FlowTimeout <= 0 {
 		o.FlowTimeout = DefaultFlowTimeout
 	}
@@ -168,7 +170,7 @@ func New(servers []Server, o Options) (*Manager, error) {
 	}
 	m := &Manager{opts: o, servers: make(map[string]Server, len(servers)),
 		flows: map[string]*flow{}, challenges: map[key]http.Header{}, cached: map[key]*vault.Connection{},
-		lister: map[string]string{}, ready: map[string]chan struct{}{}}
+		lister: map[string]string{}, ready: map[string]chan struct{}{}, clients: map[string]*http.Client{}}
 	for _, s := range servers {
 		if s.Name == "" || s.URL == "" {
 			return nil, errors.New("signin: a server needs a name and a URL")
@@ -338,7 +340,7 @@ func (m *Manager) grant(ctx context.Context, server string) (*vault.Connection, 
 func (m *Manager) refresher(ctx context.Context, g *vault.Connection) (*oauth2.Token, error) {
 	cfg := &oauth2.Config{ClientID: g.ClientID, ClientSecret: g.ClientSecret,
 		Endpoint: oauth2.Endpoint{TokenURL: g.TokenURL, AuthStyle: oauth2.AuthStyle(g.AuthStyle)}}
-	ctx = context.WithValue(ctx, oauth2.HTTPClient, m.opts.HTTPClient)
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, m.clientFor(ctx, g.Server))
 	old := g.Token
 	old.Expiry = time.Unix(1, 0) // force the refresh
 	t, err := cfg.TokenSource(ctx, &old).Token()
@@ -489,7 +491,7 @@ func (m *Manager) Grants(ctx context.Context, principal string) (map[string]vaul
 	return out, nil
 }
 
-// Close ends the sign-ins under way.
+// Close ends the sign-ins under way and closes idle connections.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -497,6 +499,9 @@ func (m *Manager) Close() error {
 		if f.cancel != nil {
 			f.cancel()
 		}
+	}
+	for _, c := range m.clients {
+		c.CloseIdleConnections()
 	}
 	return nil
 }

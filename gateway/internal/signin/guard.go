@@ -1,0 +1,125 @@
+package signin
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"syscall"
+	"time"
+)
+
+// Where an upstream may send the gateway: the discovery, registration and
+// token requests go to addresses the upstream names (its challenge, its
+// protected-resource metadata), and a hostile upstream could name the
+// gateway's own network (server-side request forgery). So they reach only
+// addresses of the kind the upstream's own has: a public upstream's
+// authorization server must be public; an upstream on a private network or
+// on loopback may use one there. Link-local addresses (cloud metadata
+// services), unspecified and multicast ones are never reached.
+
+// reach is the kind of addresses requests may go to.
+type reach int
+
+const (
+	reachPublic  reach = iota // public addresses only
+	reachPrivate              // public, private and loopback
+)
+
+// reachOf returns what an upstream at serverURL may make the gateway
+// reach: private when its host is, or resolves to, a private or loopback
+// address.
+func reachOf(ctx context.Context, serverURL string) reach {
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		return reachPublic
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return reachPrivate
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if local(ip) {
+			return reachPrivate
+		}
+		return reachPublic
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return reachPublic
+	}
+	for _, ip := range ips {
+		if local(ip) {
+			return reachPrivate
+		}
+	}
+	return reachPublic
+}
+
+// local reports a loopback or private address.
+func local(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	return ip.IsLoopback() || ip.IsPrivate() || cgnat.Contains(ip)
+}
+
+// cgnat is the shared address space of RFC 6598, private in practice.
+var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+
+// allowed reports whether a connection may go to ip.
+func (r reach) allowed(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	switch {
+	case !ip.IsValid(), ip.IsUnspecified(), ip.IsMulticast(), ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast(), ip.IsInterfaceLocalMulticast():
+		return false
+	case local(ip):
+		return r == reachPrivate
+	}
+	return true
+}
+
+// client returns an HTTP client whose connections go only where r allows,
+// checked on the address actually dialled (after DNS, and for every
+// redirect).
+func (r reach) client() *http.Client {
+	d := &net.Dialer{Timeout: 10 * time.Second, Control: func(network, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return err
+		}
+		if !r.allowed(ap.Addr()) {
+			return fmt.Errorf("signin: refusing to connect to %s: the upstream may not send the gateway there", ap.Addr())
+		}
+		return nil
+	}}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil // the address dialled must be the one checked
+	t.DialContext = d.DialContext
+	t.MaxIdleConnsPerHost = 4
+	return &http.Client{Transport: t, Timeout: 30 * time.Second}
+}
+
+// clientFor returns the client of s's sign-in requests: Options.HTTPClient
+// when given, else one guarded by s's reach (decided once).
+func (m *Manager) clientFor(ctx context.Context, server string) *http.Client {
+	if m.opts.HTTPClient != nil {
+		return m.opts.HTTPClient
+	}
+	m.mu.Lock()
+	c := m.clients[server]
+	m.mu.Unlock()
+	if c != nil {
+		return c
+	}
+	c = reachOf(ctx, m.servers[server].URL).client()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old := m.clients[server]; old != nil {
+		return old
+	}
+	m.clients[server] = c
+	return c
+}
