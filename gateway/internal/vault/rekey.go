@@ -80,3 +80,6 @@ func (v *Vault) rekeyRow(ctx context.Context, principal, server string) (changed
 	}
 	return changed && err == nil, err
 }
+
+// SealingKey is the ID of the key that seals: the first of those given.
+func (v *Vault) SealingKey() string { return v.seal.sealID }

@@ -105,6 +105,7 @@ var commands = []commandInfo{
 	{"audit", "query and export the gateway's audit log (SQLite or PostgreSQL), by time, principal, effect, decision", func() command { return &auditCmd{} }},
 	{"token", "make a bearer token for a client of the gateway, and the config entry that accepts it", func() command { return &tokenCmd{} }},
 	{"pins", "list, show and approve the gateway's pinned tool definitions", func() command { return &pinsCmd{} }},
+	{"vault", "seal the tokens of the servers the gateway signs in to again, under the vault's first key", func() command { return &vaultCmd{} }},
 	{"login", "print a fresh one-time link to the approval page of the gateway running here", func() command { return &loginCmd{} }},
 	{"version", "print the version, the commit and the Go version preflight was built with", func() command { return &versionCmd{} }},
 }

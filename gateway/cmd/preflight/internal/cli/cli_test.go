@@ -53,7 +53,7 @@ func TestConventions(t *testing.T) {
 				t.Errorf("%s has no -%s", c.name, name)
 			}
 		}
-		if c.name != "demo" && c.name != "audit" && c.name != "token" && c.name != "pins" && c.name != "connect" && c.name != "version" && c.name != "login" { // those that talk to no server
+		if c.name != "demo" && c.name != "audit" && c.name != "token" && c.name != "pins" && c.name != "connect" && c.name != "version" && c.name != "login" && c.name != "vault" { // those that talk to no server
 			for _, name := range []string{"url", "header", "era"} {
 				if fs.Lookup(name) == nil {
 					t.Errorf("%s has no -%s", c.name, name)
