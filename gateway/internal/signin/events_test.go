@@ -67,8 +67,8 @@ func TestEvents(t *testing.T) {
 	if err := m.Connected(bob, "files"); !errors.As(err, &nc) {
 		t.Fatalf("bob, whose refresh fails: %v", err)
 	}
-	m.Refused(alice, "files", &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{}})
-	m.Refused(alice, "files", &http.Response{StatusCode: http.StatusForbidden, Header: http.Header{}}) // not a sign-in matter
+	m.Refused(alice, "files", "alice", &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{}})
+	m.Refused(alice, "files", "alice", &http.Response{StatusCode: http.StatusForbidden, Header: http.Header{}}) // not a sign-in matter
 	if err := m.keep(bob, m.servers["files"], &flow{principal: "bob", cfg: &oauth2.Config{ClientID: "preflight"},
 		token: &oauth2.Token{AccessToken: "at-3"}}); err != nil {
 		t.Fatal(err)

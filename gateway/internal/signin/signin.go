@@ -227,15 +227,27 @@ func WithPrincipal(ctx context.Context, principal string) context.Context {
 	return context.WithValue(ctx, principalKey{}, principal)
 }
 
-// principalOf returns the principal whose grant a request in ctx uses:
-// "" for a shared server, the request's principal, or for the gateway's
-// own requests (no principal) the one the server lists with.
-func (m *Manager) principalOf(ctx context.Context, s Server) (string, bool) {
-	if s.Shared {
+// Principal returns whose grant a request in ctx to server carries: ""
+// for a shared server, else the principal the request is made for
+// (WithPrincipal); false for the gateway's own requests.
+func (m *Manager) Principal(ctx context.Context, server string) (string, bool) {
+	if s, ok := m.servers[server]; ok && s.Shared {
 		return "", true
 	}
-	if p, ok := ctx.Value(principalKey{}).(string); ok {
-		return p, true
+	p, ok := ctx.Value(principalKey{}).(string)
+	return p, ok
+}
+
+// Identity returns whose grant the gateway's own requests to server carry:
+// the shared grant, or the principal who connected it last; false when
+// nobody has.
+func (m *Manager) Identity(ctx context.Context, server string) (string, bool) {
+	s, ok := m.servers[server]
+	switch {
+	case !ok:
+		return "", false
+	case s.Shared:
+		return "", true
 	}
 	m.mu.Lock()
 	p, ok := m.lister[s.Name]
@@ -255,22 +267,21 @@ func (m *Manager) principalOf(ctx context.Context, s Server) (string, bool) {
 	return p, true
 }
 
-// PrincipalOf returns the principal whose grant a request in ctx to server
-// carries ("" with ok false when none can: the server is unknown, or it is
-// the gateway's own request and nobody has connected).
-func (m *Manager) PrincipalOf(ctx context.Context, server string) (string, bool) {
-	s, ok := m.servers[server]
-	if !ok {
-		return "", false
+// principalOf returns whose grant a request in ctx to server carries: its
+// principal's, or for the gateway's own requests the identity's.
+func (m *Manager) principalOf(ctx context.Context, server string) (string, bool) {
+	if p, ok := m.Principal(ctx, server); ok {
+		return p, true
 	}
-	return m.principalOf(ctx, s)
+	return m.Identity(ctx, server)
 }
 
-// Authorization returns the Authorization header value of a request in
-// ctx to server, refreshing the grant when it is about to expire. It
-// returns a *NotConnectedError when there is no usable grant.
-func (m *Manager) Authorization(ctx context.Context, server string) (string, error) {
-	g, err := m.grant(ctx, server)
+// Authorization returns the Authorization header value of a request
+// carrying principal's grant of server, refreshing the grant when it is
+// about to expire. It returns a *NotConnectedError when there is no usable
+// grant.
+func (m *Manager) Authorization(ctx context.Context, server, principal string) (string, error) {
+	g, err := m.grantOf(ctx, server, principal)
 	if err != nil {
 		return "", err
 	}
@@ -281,18 +292,25 @@ func (m *Manager) Authorization(ctx context.Context, server string) (string, err
 // whether a request in ctx to server has a usable grant; the error is a
 // *NotConnectedError when not.
 func (m *Manager) Connected(ctx context.Context, server string) error {
-	_, err := m.grant(ctx, server)
+	p, ok := m.principalOf(ctx, server)
+	if !ok {
+		if _, known := m.servers[server]; !known {
+			return fmt.Errorf("signin: unknown server %q", server)
+		}
+		return &NotConnectedError{Server: server}
+	}
+	_, err := m.grantOf(ctx, server, p)
 	return err
 }
 
-func (m *Manager) grant(ctx context.Context, server string) (*vault.Connection, error) {
+// grantOf returns principal's usable grant of server.
+func (m *Manager) grantOf(ctx context.Context, server, p string) (*vault.Connection, error) {
 	s, ok := m.servers[server]
 	if !ok {
 		return nil, fmt.Errorf("signin: unknown server %q", server)
 	}
-	p, ok := m.principalOf(ctx, s)
-	if !ok {
-		return nil, &NotConnectedError{Server: server}
+	if s.Shared {
+		p = ""
 	}
 	k := key{p, server}
 	m.mu.Lock()
@@ -377,11 +395,12 @@ func statusText(g *vault.Connection) string {
 	return "is " + string(g.Status) + " (" + text.Clip(r, 200) + "); connect again"
 }
 
-// Refused records an upstream's 401 or 403 answer to a request in ctx:
-// the principal's next call is told to connect again, and that sign-in
-// starts from the upstream's challenge (scope step-up). A 403 that is
-// not insufficient_scope is the upstream's answer, not a sign-in matter.
-func (m *Manager) Refused(ctx context.Context, server string, resp *http.Response) {
+// Refused records an upstream's 401 or 403 answer to a request carrying
+// principal's grant: their next call is told to connect again, and that
+// sign-in starts from the upstream's challenge (scope step-up). A 403 that
+// is not insufficient_scope is the upstream's answer, not a sign-in
+// matter.
+func (m *Manager) Refused(ctx context.Context, server, p string, resp *http.Response) {
 	s, ok := m.servers[server]
 	if !ok || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) {
 		return
@@ -390,9 +409,8 @@ func (m *Manager) Refused(ctx context.Context, server string, resp *http.Respons
 	if resp.StatusCode == http.StatusForbidden && !insufficientScope(cs) {
 		return
 	}
-	p, ok := m.principalOf(ctx, s)
-	if !ok {
-		return
+	if s.Shared {
+		p = ""
 	}
 	k := key{p, server}
 	m.mu.Lock()

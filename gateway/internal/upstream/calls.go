@@ -40,7 +40,7 @@ func registerResolve(client *mcp.Client) {
 // with arguments, and returns its answer (either shape) and the raw
 // result.
 func (c *Conn) Resolve(ctx context.Context, name string, arguments json.RawMessage) (*preflight.ResolveResult, json.RawMessage, error) {
-	cs, _, err := c.session()
+	cs, _, err := c.sessionFor(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -62,7 +62,7 @@ func (c *Conn) Resolve(ctx context.Context, name string, arguments json.RawMessa
 
 // Complete forwards completion/complete.
 func (c *Conn) Complete(ctx context.Context, p *mcp.CompleteParams) (*mcp.CompleteResult, error) {
-	cs, era, err := c.session()
+	cs, era, err := c.sessionFor(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func (c *Conn) Complete(ctx context.Context, p *mcp.CompleteParams) (*mcp.Comple
 
 // Subscribe subscribes to updates of the resource at uri.
 func (c *Conn) Subscribe(ctx context.Context, uri string) error {
-	cs, _, err := c.session()
+	cs, _, err := c.sessionFor(ctx)
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func (c *Conn) Subscribe(ctx context.Context, uri string) error {
 
 // Unsubscribe ends a subscription.
 func (c *Conn) Unsubscribe(ctx context.Context, uri string) error {
-	cs, _, err := c.session()
+	cs, _, err := c.sessionFor(ctx)
 	if err != nil {
 		return err
 	}

@@ -113,6 +113,8 @@ type Conn struct {
 
 	wake     chan struct{} // closed and replaced at every change (Recover)
 	calls    callTable
+	identity *string              // whose grant the current connection carries (SignIn), under mu
+	users    userSessions         // a legacy upstream's sessions of other principals (SignIn)
 	inflight chan struct{}        // semaphore of running calls
 	flow     atomic.Pointer[flow] // of the current connection attempt
 }
@@ -424,13 +426,15 @@ func (c *Conn) serve(ctx context.Context, cs *mcp.ClientSession) {
 	}
 }
 
-// drop closes cs and forgets it and its listing.
+// drop closes cs, and the principals' sessions made beside it, and
+// forgets it and its listing.
 func (c *Conn) drop(cs *mcp.ClientSession) {
 	c.mu.Lock()
 	if c.cs == cs {
 		c.cs, c.listing, c.caps, c.era = nil, nil, nil, ""
 	}
 	c.mu.Unlock()
+	c.users.closeBeside(cs)
 	_ = cs.Close()
 	c.changed()
 }

@@ -132,7 +132,7 @@ type Exchange interface {
 // once, within ctx unless req.Detached; a 2026-07-28 upstream's at the
 // first Next.
 func (c *Conn) Start(ctx context.Context, req Request) (Exchange, error) {
-	cs, era, err := c.session()
+	cs, era, err := c.sessionFor(ctx)
 	if err != nil {
 		return nil, c.downError(err)
 	}

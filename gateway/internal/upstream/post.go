@@ -70,8 +70,8 @@ func (c *Conn) Post(ctx context.Context, body []byte, header http.Header) (*http
 func (c *Conn) SessionPassthrough() (session string, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cs == nil || c.era >= EraModern || c.spec.Transport != TransportHTTP || c.spec.Connect != nil || c.rawClient == nil {
-		return "", false
+	if c.cs == nil || c.era >= EraModern || c.spec.Transport != TransportHTTP || c.spec.Connect != nil || c.rawClient == nil || c.spec.SignIn != nil {
+		return "", false // an upstream that signs in binds sessions to principals (users.go)
 	}
 	id := c.cs.ID()
 	return id, id != ""

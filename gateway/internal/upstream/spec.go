@@ -42,18 +42,25 @@ const (
 	defaultKeepAliveLegacy = 30 * time.Second
 )
 
-// SignIn authorizes the requests to upstreams that require OAuth.
+// SignIn authorizes the requests to upstreams that require OAuth, each
+// with the grant of the principal it is made for (package signin).
 type SignIn interface {
+	// Principal returns whose grant a request in ctx to the upstream of
+	// that name carries: the principal the call is made for ("" for a
+	// shared grant), and false for the gateway's own requests.
+	Principal(ctx context.Context, upstream string) (string, bool)
+	// Identity returns whose grant the gateway's own requests carry (who
+	// connected the upstream last, or the shared grant), false when
+	// nobody has.
+	Identity(ctx context.Context, upstream string) (string, bool)
 	// Authorization returns the Authorization header value of a request
-	// in ctx to the upstream of that name, or an error when the principal
-	// the request is made for has not connected it.
-	Authorization(ctx context.Context, upstream string) (string, error)
-	// Connected reports whether a request in ctx has a usable grant, as
-	// Authorization would, without returning it.
+	// carrying principal's grant.
+	Authorization(ctx context.Context, upstream, principal string) (string, error)
+	// Connected reports whether a request in ctx has a usable grant.
 	Connected(ctx context.Context, upstream string) error
 	// Refused is told of the upstream's 401 or 403 answer to a request
-	// in ctx.
-	Refused(ctx context.Context, upstream string, resp *http.Response)
+	// carrying principal's grant.
+	Refused(ctx context.Context, upstream, principal string, resp *http.Response)
 	// Ready returns a channel closed when somebody next connects the
 	// upstream.
 	Ready(upstream string) <-chan struct{}

@@ -3,6 +3,7 @@ package upstream
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -47,7 +48,7 @@ func (c *Conn) transport(ctx context.Context, f *flow) (mcp.Transport, error) {
 		cmd.WaitDelay = s.StopGrace
 		return wrapTransport{&mcp.CommandTransport{Command: cmd, TerminateDuration: s.StopGrace}, f}, nil
 	case TransportHTTP:
-		hc, err := c.httpClient()
+		hc, err := c.httpClient(c.ownIdentity(ctx))
 		if err != nil {
 			return nil, err
 		}
@@ -58,7 +59,7 @@ func (c *Conn) transport(ctx context.Context, f *flow) (mcp.Transport, error) {
 		hc.Transport = captureTransport{base: hc.Transport, flow: f}
 		return &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc}, nil
 	case TransportSSE:
-		hc, err := c.httpClient()
+		hc, err := c.httpClient(c.ownIdentity(ctx))
 		if err != nil {
 			return nil, err
 		}
@@ -67,10 +68,30 @@ func (c *Conn) transport(ctx context.Context, f *flow) (mcp.Transport, error) {
 	return nil, fmt.Errorf("unknown transport %q", s.Transport)
 }
 
+// ownIdentity returns, for an upstream that signs in, whose grant the
+// connection about to be made carries (who connected the upstream last,
+// or the shared grant), and records it; nil for other upstreams.
+func (c *Conn) ownIdentity(ctx context.Context) *string {
+	if c.spec.SignIn == nil {
+		return nil
+	}
+	p, ok := c.spec.SignIn.Identity(ctx, c.spec.Name)
+	if !ok {
+		return nil
+	}
+	c.mu.Lock()
+	c.identity = &p
+	c.mu.Unlock()
+	return &p
+}
+
 // httpClient returns a client that sends the upstream's headers and bearer
-// token. Its connection pool is the upstream's own and keeps enough idle
-// connections for concurrent calls.
-func (c *Conn) httpClient() (*http.Client, error) {
+// token; for an upstream that signs in, each request carries the grant of
+// the principal it is made for, and the gateway's own requests own's
+// grant (the identity of the session the client serves; nil: whoever
+// connected the upstream last). Its connection pool is the upstream's own
+// and keeps enough idle connections for concurrent calls.
+func (c *Conn) httpClient(own *string) (*http.Client, error) {
 	h := http.Header{}
 	for k, v := range c.spec.Headers {
 		h.Set(k, v)
@@ -94,19 +115,21 @@ func (c *Conn) httpClient() (*http.Client, error) {
 	c.mu.Lock()
 	var rt http.RoundTripper = c.roundTripper
 	c.mu.Unlock()
-	return &http.Client{Transport: headerTransport{base: rt, header: h, signIn: c.spec.SignIn, name: c.spec.Name}}, nil
+	return &http.Client{Transport: headerTransport{base: rt, header: h, signIn: c.spec.SignIn, name: c.spec.Name, own: own}}, nil
 }
 
 // headerTransport sends the upstream's own headers with every request,
 // and no credential of anyone else's (auth.StripCredentials): a client's
 // token is never passed through. An upstream that signs in gets the
-// token of the principal the request is made for, and its refusals are
+// grant of the principal the request is made for (or, for the gateway's
+// own requests, own's, else the current identity's), and its refusals are
 // reported back.
 type headerTransport struct {
 	base   http.RoundTripper
 	header http.Header
 	signIn SignIn
 	name   string
+	own    *string
 }
 
 func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -119,7 +142,18 @@ func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.signIn == nil {
 		return t.base.RoundTrip(req)
 	}
-	a, err := t.signIn.Authorization(ctx, t.name)
+	p, ok := t.signIn.Principal(ctx, t.name)
+	switch {
+	case ok:
+	case t.own != nil:
+		p, ok = *t.own, true
+	default:
+		p, ok = t.signIn.Identity(ctx, t.name)
+	}
+	a, err := "", ErrNotSignedIn
+	if ok {
+		a, err = t.signIn.Authorization(ctx, t.name, p)
+	}
 	if err != nil {
 		if req.Body != nil {
 			req.Body.Close()
@@ -129,10 +163,14 @@ func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req.Header.Set("Authorization", a)
 	resp, err := t.base.RoundTrip(req)
 	if err == nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
-		t.signIn.Refused(ctx, t.name, resp)
+		t.signIn.Refused(ctx, t.name, p, resp)
 	}
 	return resp, err
 }
+
+// ErrNotSignedIn is returned for the gateway's own request to an upstream
+// nobody has connected.
+var ErrNotSignedIn = errors.New("nobody has connected the upstream yet")
 
 // wrapTransport wraps the connection of a transport in a captureConn.
 type wrapTransport struct {
