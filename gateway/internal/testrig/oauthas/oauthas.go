@@ -1,5 +1,7 @@
-// Package oauthas gives tests a real OAuth 2.1 authorization server, built
-// on fosite, and an MCP server it protects.
+// Package oauthas gives tests a real OAuth 2.1 authorization server, the
+// program in the repository's oauthas module (built on fosite, in a module
+// of its own so that fosite stays out of the gateway's build list), and
+// an MCP server it protects.
 //
 // The authorization server grants the authorization code with PKCE S256
 // (required), refresh tokens (rotated on each use) and revocation (RFC
@@ -9,34 +11,32 @@
 // /.well-known/oauth-authorization-server. The authorize endpoint grants at
 // once to the person whose browser carries the [UserCookie] (set with
 // [AS.LogIn]) and refuses a browser without it. It counts the refresh grants
-// of each subject and records the resource indicator of each authorization.
+// of each subject and records the resource indicator of each authorization,
+// which tests read, as they set lifespans and revoke grants, at its
+// control endpoints under /test/.
+//
+// The program is built once per version of its sources (a hash of its
+// go.mod, go.sum and Go files) into the user's cache directory, with
+// GOWORK=off, and started for each [Start].
 //
 // [StartResource] serves an MCP server behind the go-sdk's
-// auth.RequireBearerToken, checking each token by introspection at the
-// authorization server, with its protected-resource metadata (RFC 9728)
-// and one tool, whoami, which answers with the token's subject and scopes.
+// auth.RequireBearerToken, checking each token by introspection (RFC 7662)
+// at the authorization server, with its protected-resource metadata (RFC
+// 9728) and one tool, whoami, which answers with the token's subject and
+// scopes.
 package oauthas
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
+	"io"
 	"net/http"
 	"net/url"
-	"slices"
+	"os/exec"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/ory/fosite"
-	"github.com/ory/fosite/compose"
-	"github.com/ory/fosite/storage"
-	"golang.org/x/crypto/bcrypt"
 )
 
 // The pre-registered clients.
@@ -44,6 +44,12 @@ const (
 	PublicClient       = "preflight-public"
 	ConfidentialClient = "preflight-confidential"
 	ConfidentialSecret = "confidential-client-secret"
+)
+
+// The resource server's client, which may only introspect.
+const (
+	resourceClient = "preflight-resource"
+	resourceSecret = "resource-server-secret"
 )
 
 // RedirectPath is the path of the clients' redirect URI, on any loopback
@@ -58,95 +64,66 @@ const Scope = "mcp:tools"
 // endpoint.
 const UserCookie = "oauthas_user"
 
-// AS is a running authorization server.
+// Bounds, not synchronisation: how long the program may take to say its
+// URL, and a call of its control endpoints or introspection.
+const (
+	startTimeout = time.Minute
+	callTimeout  = 30 * time.Second
+)
+
+// AS is a running authorization server. Its methods that take no context
+// fail the test on error, so they belong on the test's goroutine.
 type AS struct {
 	// URL is its issuer, http://127.0.0.1:PORT.
 	URL string
 
-	provider fosite.OAuth2Provider
-	ttl      lifespans
-
-	mu        sync.Mutex
-	refreshes map[string]int       // subject -> refresh grants
-	issued    map[string][]grantOf // subject -> refresh tokens issued
-	resources []string             // resource indicators of authorizations
+	t      testing.TB
+	client *http.Client
 }
 
-type grantOf struct{ client, refreshToken string }
-
-// lifespans are the access tokens' lifespans, by the grant they come from.
-type lifespans struct{ fromCode, fromRefresh atomic.Int64 }
-
-// Start serves an authorization server on loopback until the test ends.
+// Start runs an authorization server on loopback until the test ends.
 // Its access tokens live an hour until [AS.SetAccessTTL].
 func Start(t testing.TB) *AS {
 	t.Helper()
-	secret := make([]byte, 32)
-	_, _ = rand.Read(secret)
-	cfg := &fosite.Config{
-		AccessTokenLifespan:  time.Hour,
-		RefreshTokenLifespan: 24 * time.Hour,
-		GlobalSecret:         secret,
-		EnforcePKCE:          true,
-		HashCost:             bcrypt.MinCost,
-		ScopeStrategy:        fosite.ExactScopeStrategy,
+	bin := Binary(t)
+	stdout, stderr := newOutput(), newOutput()
+	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("oauthas: %v", err)
 	}
-	store := storage.NewMemoryStore()
-	hash, err := bcrypt.GenerateFromPassword([]byte(ConfidentialSecret), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	a := &AS{t: t, client: &http.Client{Transport: &http.Transport{}, Timeout: callTimeout}}
+	t.Cleanup(func() {
+		a.client.CloseIdleConnections()
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	select {
+	case line := <-stdout.firstLine:
+		a.URL = strings.TrimSpace(line)
+	case err := <-exited:
+		exited <- err
+		t.Fatalf("oauthas: the server exited: %v\n%s", err, stderr)
+	case <-time.After(startTimeout):
+		t.Fatalf("oauthas: the server did not say its URL within %s\n%s", startTimeout, stderr)
 	}
-	a := &AS{refreshes: map[string]int{}, issued: map[string][]grantOf{}}
-	a.SetAccessTTL(time.Hour, time.Hour)
-	for _, c := range []*fosite.DefaultClient{
-		{ID: PublicClient, Public: true},
-		{ID: ConfidentialClient, Secret: hash},
-	} {
-		c.RedirectURIs = []string{"http://127.0.0.1" + RedirectPath}
-		c.ResponseTypes = []string{"code"}
-		c.GrantTypes = []string{"authorization_code", "refresh_token"}
-		c.Scopes = []string{Scope, "offline_access"}
-		store.Clients[c.ID] = &client{DefaultClient: c, ttl: &a.ttl}
+	if !strings.HasPrefix(a.URL, "http://127.0.0.1:") {
+		t.Fatalf("oauthas: the server said %q, not its URL\n%s", a.URL, stderr)
 	}
-	a.provider = compose.Compose(cfg, store, &compose.CommonStrategy{CoreStrategy: compose.NewOAuth2HMACStrategy(cfg)},
-		compose.OAuth2AuthorizeExplicitFactory, compose.OAuth2RefreshTokenGrantFactory, compose.OAuth2PKCEFactory,
-		compose.OAuth2TokenIntrospectionFactory, compose.OAuth2TokenRevocationFactory)
-
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/oauth-authorization-server", a.metadata)
-	mux.HandleFunc("GET /oauth2/auth", a.authorize)
-	mux.HandleFunc("POST /oauth2/token", a.token)
-	mux.HandleFunc("POST /oauth2/revoke", a.revoke)
-	ln := listen(t)
-	a.URL = "http://" + ln.Addr().String()
-	serveOn(t, ln, mux)
 	return a
-}
-
-// client is a fosite client whose access tokens live as long as the
-// server says at the time.
-type client struct {
-	*fosite.DefaultClient
-	ttl *lifespans
-}
-
-func (c *client) GetEffectiveLifespan(gt fosite.GrantType, tt fosite.TokenType, fallback time.Duration) time.Duration {
-	switch {
-	case tt != fosite.AccessToken:
-		return fallback
-	case gt == fosite.GrantTypeRefreshToken:
-		return time.Duration(c.ttl.fromRefresh.Load())
-	default:
-		return time.Duration(c.ttl.fromCode.Load())
-	}
 }
 
 // SetAccessTTL sets the lifespans of the access tokens granted from now
 // on: those exchanged for a code, and those of a refresh. A short first
 // one makes a refresh due without waiting for it.
 func (a *AS) SetAccessTTL(fromCode, fromRefresh time.Duration) {
-	a.ttl.fromCode.Store(int64(fromCode))
-	a.ttl.fromRefresh.Store(int64(fromRefresh))
+	a.t.Helper()
+	form := url.Values{"from_code": {fromCode.String()}, "from_refresh": {fromRefresh.String()}}
+	if err := a.post(context.Background(), "/test/access-ttl", form); err != nil {
+		a.t.Fatal(err)
+	}
 }
 
 // LogIn makes the browser whose cookies jar keeps log in as subject.
@@ -157,159 +134,101 @@ func (a *AS) LogIn(jar http.CookieJar, subject string) {
 
 // Refreshes returns how many refresh grants subject has had.
 func (a *AS) Refreshes(subject string) int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.refreshes[subject]
+	a.t.Helper()
+	var counts map[string]int
+	if err := a.get("/test/refreshes", &counts); err != nil {
+		a.t.Fatal(err)
+	}
+	return counts[subject]
 }
 
 // Resources returns the resource indicators the authorizations named.
 func (a *AS) Resources() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.Clone(a.resources)
+	a.t.Helper()
+	var seen []string
+	if err := a.get("/test/resources", &seen); err != nil {
+		a.t.Fatal(err)
+	}
+	return seen
 }
 
-// RevokeSubject revokes every grant of subject at the revocation endpoint,
-// as its client would: the refresh tokens and their access tokens.
+// RevokeSubject revokes every grant of subject as its client would at the
+// revocation endpoint: the refresh tokens and their access tokens.
 func (a *AS) RevokeSubject(ctx context.Context, subject string) error {
-	a.mu.Lock()
-	gs := a.issued[subject]
-	delete(a.issued, subject)
-	a.mu.Unlock()
-	if len(gs) == 0 {
-		return fmt.Errorf("oauthas: %q has no grant to revoke", subject)
-	}
-	for _, g := range gs {
-		form := url.Values{"token": {g.refreshToken}, "token_type_hint": {"refresh_token"}}
-		if g.client == PublicClient {
-			form.Set("client_id", PublicClient)
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.URL+"/oauth2/revoke", strings.NewReader(form.Encode()))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		if g.client == ConfidentialClient {
-			req.SetBasicAuth(ConfidentialClient, ConfidentialSecret)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("oauthas: revocation: %s", resp.Status)
-		}
-	}
-	return nil
+	return a.post(ctx, "/test/revoke", url.Values{"subject": {subject}})
 }
 
-// Introspect checks an access token and returns its subject, scopes and
-// expiry.
-func (a *AS) Introspect(ctx context.Context, token string) (subject string, scopes []string, expires time.Time, err error) {
-	_, ar, err := a.provider.IntrospectToken(ctx, token, fosite.AccessToken, &fosite.DefaultSession{})
+// introspection is the part of an RFC 7662 answer the resource uses.
+type introspection struct {
+	Active  bool   `json:"active"`
+	Subject string `json:"sub"`
+	Scope   string `json:"scope"`
+	Expires int64  `json:"exp"`
+}
+
+// introspect checks an access token at the introspection endpoint, as the
+// resource server's client, and returns its subject, scopes and expiry.
+func (a *AS) introspect(ctx context.Context, token string) (subject string, scopes []string, expires time.Time, err error) {
+	req, err := a.form(ctx, "/oauth2/introspect", url.Values{"token": {token}, "token_type_hint": {"access_token"}})
 	if err != nil {
 		return "", nil, time.Time{}, err
 	}
-	s := ar.GetSession()
-	return s.GetSubject(), ar.GetGrantedScopes(), s.GetExpiresAt(fosite.AccessToken), nil
+	req.SetBasicAuth(resourceClient, resourceSecret)
+	var ti introspection
+	if err := a.do(req, http.StatusOK, &ti); err != nil {
+		return "", nil, time.Time{}, err
+	}
+	if !ti.Active {
+		return "", nil, time.Time{}, fmt.Errorf("oauthas: the token is not active")
+	}
+	return ti.Subject, strings.Fields(ti.Scope), time.Unix(ti.Expires, 0), nil
 }
 
-func (a *AS) metadata(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"issuer":                                a.URL,
-		"authorization_endpoint":                a.URL + "/oauth2/auth",
-		"token_endpoint":                        a.URL + "/oauth2/token",
-		"revocation_endpoint":                   a.URL + "/oauth2/revoke",
-		"response_types_supported":              []string{"code"},
-		"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
-		"code_challenge_methods_supported":      []string{"S256"},
-		"token_endpoint_auth_methods_supported": []string{"client_secret_basic", "client_secret_post", "none"},
-		"scopes_supported":                      []string{Scope, "offline_access"},
-	})
-}
-
-// authorize grants what was asked to the browser's user at once.
-func (a *AS) authorize(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	ar, err := a.provider.NewAuthorizeRequest(ctx, r)
+func (a *AS) get(path string, v any) error {
+	req, err := http.NewRequest(http.MethodGet, a.URL+path, nil)
 	if err != nil {
-		a.provider.WriteAuthorizeError(ctx, w, ar, err)
-		return
+		return err
 	}
-	c, err := r.Cookie(UserCookie)
-	if err != nil || c.Value == "" {
-		a.provider.WriteAuthorizeError(ctx, w, ar, fosite.ErrAccessDenied.WithHint("Nobody is logged in."))
-		return
-	}
-	for _, s := range ar.GetRequestedScopes() {
-		ar.GrantScope(s)
-	}
-	a.mu.Lock()
-	a.resources = append(a.resources, r.URL.Query().Get("resource"))
-	a.mu.Unlock()
-	resp, err := a.provider.NewAuthorizeResponse(ctx, ar, &fosite.DefaultSession{Subject: c.Value, Username: c.Value})
-	if err != nil {
-		a.provider.WriteAuthorizeError(ctx, w, ar, err)
-		return
-	}
-	a.provider.WriteAuthorizeResponse(ctx, w, ar, resp)
+	return a.do(req, http.StatusOK, v)
 }
 
-// token grants tokens for a code or a refresh token, counting refreshes.
-func (a *AS) token(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	ar, err := a.provider.NewAccessRequest(ctx, r, &fosite.DefaultSession{})
+func (a *AS) post(ctx context.Context, path string, form url.Values) error {
+	req, err := a.form(ctx, path, form)
 	if err != nil {
-		a.provider.WriteAccessError(ctx, w, ar, err)
-		return
+		return err
 	}
-	resp, err := a.provider.NewAccessResponse(ctx, ar)
-	if err != nil {
-		a.provider.WriteAccessError(ctx, w, ar, err)
-		return
-	}
-	subject := ar.GetSession().GetSubject()
-	a.mu.Lock()
-	if ar.GetGrantTypes().ExactOne("refresh_token") {
-		a.refreshes[subject]++
-	}
-	if rt, ok := resp.ToMap()["refresh_token"].(string); ok && rt != "" {
-		a.issued[subject] = append(a.issued[subject], grantOf{client: ar.GetClient().GetID(), refreshToken: rt})
-	}
-	a.mu.Unlock()
-	a.provider.WriteAccessResponse(ctx, w, ar, resp)
+	return a.do(req, http.StatusNoContent, nil)
 }
 
-func (a *AS) revoke(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	a.provider.WriteRevocationResponse(ctx, w, a.provider.NewRevocationRequest(ctx, r))
-}
-
-// listen listens on a free loopback port.
-func listen(t testing.TB) net.Listener {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func (a *AS) form(ctx context.Context, path string, form url.Values) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.URL+path, strings.NewReader(form.Encode()))
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return ln
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return req, nil
 }
 
-// serveOn serves h on ln until the test ends.
-func serveOn(t testing.TB, ln net.Listener, h http.Handler) {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			srv.Close()
-		}
-		if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("oauthas: %v", err)
-		}
-	})
+// do sends req, wants status, and decodes the JSON answer into v unless
+// v is nil.
+func (a *AS) do(req *http.Request, status int, v any) error {
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("oauthas: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return fmt.Errorf("oauthas: %s %s: %w", req.Method, req.URL.Path, err)
+	}
+	if resp.StatusCode != status {
+		return fmt.Errorf("oauthas: %s %s: %s: %s", req.Method, req.URL.Path, resp.Status, strings.TrimSpace(string(body)))
+	}
+	if v == nil {
+		return nil
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("oauthas: %s %s: %w", req.Method, req.URL.Path, err)
+	}
+	return nil
 }

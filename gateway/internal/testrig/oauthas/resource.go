@@ -2,11 +2,14 @@ package oauthas
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -59,7 +62,7 @@ func StartResource(t testing.TB, as *AS) *Resource {
 		Resource: r.URL, AuthorizationServers: []string{as.URL}, ScopesSupported: []string{Scope}, BearerMethodsSupported: []string{"header"},
 	})
 	guard := auth.RequireBearerToken(func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		sub, scopes, exp, err := as.Introspect(ctx, token)
+		sub, scopes, exp, err := as.introspect(ctx, token)
 		if err != nil {
 			r.refused.Add(1)
 			return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
@@ -78,3 +81,30 @@ func (r *Resource) Calls() int { return int(r.calls.Load()) }
 
 // Refused returns how many requests were refused for their token.
 func (r *Resource) Refused() int { return int(r.refused.Load()) }
+
+// listen listens on a free loopback port.
+func listen(t testing.TB) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+// serveOn serves h on ln until the test ends.
+func serveOn(t testing.TB, ln net.Listener, h http.Handler) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			srv.Close()
+		}
+		if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("oauthas: %v", err)
+		}
+	})
+}

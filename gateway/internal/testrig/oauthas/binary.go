@@ -1,0 +1,158 @@
+package oauthas
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// buildTimeout bounds the program's first build (fosite and its
+// dependencies).
+const buildTimeout = 10 * time.Minute
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+// Binary returns the path of the authorization server's program, building
+// it into the user's cache directory the first time its sources are seen.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() { binary, buildErr = build() })
+	if buildErr != nil {
+		t.Fatalf("oauthas: %v", buildErr)
+	}
+	return binary
+}
+
+// build returns the program built from the module's sources as they are,
+// in the cache directory under their hash, building it if it is not there.
+func build() (string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	mod, err := moduleDir()
+	if err != nil {
+		return "", err
+	}
+	sum, err := sourceHash(mod)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(cache, "preflight", "oauthas-"+sum)
+	bin := filepath.Join(dir, "oauthas")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	// A file of this process's own, renamed into place: another test
+	// process may be building it at the same time.
+	tmp := fmt.Sprintf("%s.tmp%d", bin, os.Getpid())
+	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", tmp, ".")
+	cmd.Dir = mod
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("building the authorization server in %s: %v\n%s", mod, err, out)
+	}
+	return bin, os.Rename(tmp, bin)
+}
+
+// sourceHash is a hex prefix of the SHA-256 of the module's go.mod, go.sum
+// and Go files (names and contents, in name order); the module is one
+// folder.
+func sourceHash(dir string) (string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	var names []string
+	for _, e := range entries {
+		n := e.Name()
+		if e.Type().IsRegular() && (n == "go.mod" || n == "go.sum" || strings.HasSuffix(n, ".go")) {
+			names = append(names, n)
+		}
+	}
+	if !slices.Contains(names, "go.mod") {
+		return "", fmt.Errorf("%s has no go.mod", dir)
+	}
+	slices.Sort(names)
+	h := sha256.New()
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %d\n", n, len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// moduleDir returns the folder of the oauthas module (the repository's
+// oauthas/, found from this file's).
+func moduleDir() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("cannot find the oauthas module")
+	}
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "oauthas")
+	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+		return "", fmt.Errorf("the oauthas module: %w", err)
+	}
+	return dir, nil
+}
+
+// output keeps the first maxOutput bytes a process writes, and passes on
+// its first line once complete.
+type output struct {
+	firstLine chan string // receives the first line, once
+
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	sent bool
+}
+
+const maxOutput = 64 << 10
+
+func newOutput() *output { return &output{firstLine: make(chan string, 1)} }
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if room := maxOutput - o.buf.Len(); room > 0 {
+		o.buf.Write(p[:min(len(p), room)])
+	}
+	if !o.sent {
+		if line, _, ok := bytes.Cut(o.buf.Bytes(), []byte("\n")); ok {
+			o.firstLine <- string(line)
+			o.sent = true
+		}
+	}
+	return len(p), nil
+}
+
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
