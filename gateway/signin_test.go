@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"html"
 	"io"
 	"net"
@@ -16,10 +17,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/internal/auth"
 	"github.com/preflightmcp/preflight/gateway/internal/page"
 	"github.com/preflightmcp/preflight/gateway/internal/signin"
+	"github.com/preflightmcp/preflight/gateway/internal/stage"
 	"github.com/preflightmcp/preflight/gateway/internal/testrig/fleet"
 	"github.com/preflightmcp/preflight/gateway/internal/testrig/oauthas"
 	"github.com/preflightmcp/preflight/gateway/internal/vault"
@@ -37,9 +41,15 @@ type oauthRig struct {
 
 func newOAuthRig(t *testing.T, principals ...string) *oauthRig {
 	t.Helper()
+	return newOAuthRigWith(t, nil, principals...)
+}
+
+// newOAuthRigWith is newOAuthRig with the upstream's options.
+func newOAuthRigWith(t *testing.T, o *oauthas.ResourceOptions, principals ...string) *oauthRig {
+	t.Helper()
 	as := oauthas.Start(t)
 	a, tokens := staticTokens(t, principals...)
-	return &oauthRig{as: as, res: oauthas.StartResource(t, as), auth: a, tokens: tokens}
+	return &oauthRig{as: as, res: oauthas.StartResource(t, as, o), auth: a, tokens: tokens}
 }
 
 // oauthGateway is a gateway in front of the rig's whoami upstream, which
@@ -343,6 +353,34 @@ func TestSignInPerPrincipal(t *testing.T) {
 	}
 }
 
+// TestSignInLegacySessions: in front of a 2025-11-25 upstream, whose
+// sessions are bound to the user who made them (the go-sdk's handler
+// answers another user's request on one with 403), alice's and bob's
+// calls each run as themselves, on sessions of their own; carol, who has
+// not connected, gets the link, and the upstream is not called.
+func TestSignInLegacySessions(t *testing.T) {
+	r := newOAuthRigWith(t, &oauthas.ResourceOptions{Legacy: true}, "alice", "bob", "carol")
+	og := startOAuthGateway(t, r, openVault(t), oauthas.PublicClient)
+	alice, bob, carol := r.person(t, "alice"), r.person(t, "bob"), r.person(t, "carol")
+
+	alice.signIn(t, og)
+	alice.connect(t, og.base+"/ui/connections/whoami/connect")
+	og.waitListed(t, alice)
+	if era := og.g.Health().Upstreams[0].Era; era != "2025-11-25" {
+		t.Fatalf("the gateway reached the upstream in %q, want 2025-11-25", era)
+	}
+	bob.signIn(t, og)
+	bob.connect(t, bob.mustConnectFirst(t, og, r.res))
+	for range 2 {
+		bob.mustBe(t, og, "bob")
+		alice.mustBe(t, og, "alice")
+	}
+	carol.mustConnectFirst(t, og, r.res)
+	if n := r.res.Refused(); n != 0 {
+		t.Errorf("the upstream refused %d requests for their token", n)
+	}
+}
+
 // TestSignInRefreshOnce: alice's token is due for refresh (it lives less
 // than the gateway refreshes ahead, as do the refreshed ones until the
 // upstream is listed); her concurrent calls share one refresh, and run
@@ -464,5 +502,145 @@ func TestSignInConnectionsView(t *testing.T) {
 	row = connectionRow(t, bob.connections(t, og))
 	if !strings.Contains(row, "not connected") || strings.Contains(row, oauthas.Scope) || strings.Contains(row, "<time") {
 		t.Errorf("bob's row shows a connection he has not made:\n%s", row)
+	}
+}
+
+// connectQuiet is connect for another goroutine than the test's.
+func (p *person) connectQuiet(ctx context.Context, link string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, link, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := p.web.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(data), `id="connected"`) {
+		return fmt.Errorf("connecting: %d\n%s", resp.StatusCode, clip(string(data)))
+	}
+	return nil
+}
+
+// TestSignInURLElicitationLegacy: a 2025-11-25 client that declares URL
+// elicitation is asked, within the call, to open the link to connect the
+// upstream; the person connects it, and the same call goes on and runs as
+// them, and the client is told the elicitation completed. A client that
+// declines gets the tool error, and the upstream is not called.
+func TestSignInURLElicitationLegacy(t *testing.T) {
+	r := newOAuthRig(t, "alice", "bob")
+	og := startOAuthGateway(t, r, openVault(t), oauthas.PublicClient)
+	alice, bob := r.person(t, "alice"), r.person(t, "bob")
+	alice.signIn(t, og)
+	alice.connect(t, og.base+"/ui/connections/whoami/connect")
+	og.waitListed(t, alice)
+	bob.signIn(t, og)
+
+	var (
+		mu      sync.Mutex
+		asked   []*mcp.ElicitParams
+		decline bool
+	)
+	complete := make(chan string, 4)
+	c := mcp.NewClient(&mcp.Implementation{Name: "bob-desktop", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			mu.Lock()
+			asked = append(asked, req.Params)
+			d := decline
+			mu.Unlock()
+			if d {
+				return &mcp.ElicitResult{Action: "decline"}, nil
+			}
+			if err := bob.connectQuiet(ctx, req.Params.URL); err != nil {
+				return nil, err
+			}
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		},
+		ElicitationCompleteHandler: func(_ context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
+			complete <- req.Params.ElicitationID
+		},
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), readyTimeout)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: og.mcp, HTTPClient: &http.Client{Transport: bearer{bob.token}}},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+	if err != nil || res.IsError || !strings.Contains(text(t, res), "subject=bob") {
+		t.Fatalf("bob's call, connected while it waited: %v %+v", err, res)
+	}
+	mu.Lock()
+	if len(asked) != 1 || asked[0].Mode != "url" || asked[0].URL != og.base+"/ui/connections/whoami/connect" {
+		t.Errorf("asked %+v", asked)
+	}
+	id := asked[0].ElicitationID
+	mu.Unlock()
+	if got := <-complete; got != id {
+		t.Errorf("elicitation complete for %q, want %q", got, id)
+	}
+
+	// Once bob disconnects, a declined question runs nothing.
+	bob.disconnect(t, og, "whoami")
+	mu.Lock()
+	decline = true
+	mu.Unlock()
+	before := r.res.Calls()
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+	if err != nil || !res.IsError || !strings.Contains(text(t, res), "/ui/connections/whoami/connect") || r.res.Calls() != before {
+		t.Errorf("a declined connection: %v %+v", err, res)
+	}
+}
+
+// TestSignInURLElicitationModern: a 2026-07-28 client that declares URL
+// elicitation gets input_required with the link to connect; once the
+// person has connected, its retry with the answer runs as them. A retry
+// before connecting is asked again, and the upstream is not called.
+func TestSignInURLElicitationModern(t *testing.T) {
+	r := newOAuthRig(t, "alice", "bob")
+	og := startOAuthGateway(t, r, openVault(t), oauthas.PublicClient)
+	alice, bob := r.person(t, "alice"), r.person(t, "bob")
+	alice.signIn(t, og)
+	alice.connect(t, og.base+"/ui/connections/whoami/connect")
+	og.waitListed(t, alice)
+	bob.signIn(t, og)
+
+	peer := bob.peer(og)
+	peer.Capabilities = map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}
+	call := map[string]any{"name": "whoami", "arguments": map[string]any{}}
+	question := func() map[string]any {
+		t.Helper()
+		res := peer.Call(t, "tools/call", call)
+		if res.Error != nil || res.Result["resultType"] != "input_required" {
+			t.Fatalf("bob's call before connecting: %s", res.Raw)
+		}
+		q, _ := res.Result["inputRequests"].(map[string]any)[stage.SignInInputKey].(map[string]any)
+		params, _ := q["params"].(map[string]any)
+		if q["method"] != "elicitation/create" || params["mode"] != "url" || params["url"] != og.base+"/ui/connections/whoami/connect" {
+			t.Fatalf("the question: %s", res.Raw)
+		}
+		return res.Result
+	}
+	before := r.res.Calls()
+	question()
+	answered := map[string]any{"name": "whoami", "arguments": map[string]any{},
+		"inputResponses": map[string]any{stage.SignInInputKey: map[string]any{"action": "accept"}}}
+	if res := peer.Call(t, "tools/call", answered); res.Error != nil || res.Result["resultType"] != "input_required" {
+		t.Fatalf("a retry before connecting: %s", res.Raw)
+	}
+	if r.res.Calls() != before {
+		t.Fatal("the upstream was called before bob connected")
+	}
+	bob.connect(t, og.base+"/ui/connections/whoami/connect")
+	res := peer.Call(t, "tools/call", answered)
+	if res.Error != nil || res.Result["isError"] == true || !strings.Contains(string(res.Raw), "subject=bob") {
+		t.Fatalf("the retry once connected: %s", res.Raw)
 	}
 }

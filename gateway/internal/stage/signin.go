@@ -2,6 +2,7 @@ package stage
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -109,7 +110,7 @@ func (s *SignIn) askToConnect(ctx context.Context, c *call.Call, nc *signin.NotC
 			return next.Serve(ctx, c)
 		}
 	}
-	p := &mcp.ElicitParams{Mode: "url", URL: link, ElicitationID: "connect-" + server,
+	p := &mcp.ElicitParams{Mode: "url", URL: link, ElicitationID: "connect-" + rand.Text(),
 		Message: fmt.Sprintf("Upstream %q acts with your own account: connect it on the gateway's page (sign in, then follow its authorization server), and the call goes on.", server)}
 	res, err := c.Client.Conn.Ask(ctx, "elicitation/create", p)
 	switch {
@@ -138,6 +139,7 @@ func (s *SignIn) askToConnect(ctx context.Context, c *call.Call, nc *signin.NotC
 	for {
 		ready := s.Manager.Ready(server)
 		if s.Manager.Connected(ctx, server) == nil {
+			c.Client.Conn.Completed(ctx, p.ElicitationID)
 			return next.Serve(ctx, c)
 		}
 		select {

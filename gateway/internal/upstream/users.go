@@ -111,7 +111,7 @@ func (u *userSessions) get(ctx context.Context, c *Conn, base *mcp.ClientSession
 		_ = cs.Close()
 	}
 	if fresh {
-		s.cs, s.err = c.connectAs(ctx, era, principal)
+		s.cs, s.err = c.connectAs(era, principal)
 		close(s.ready)
 		if s.err == nil {
 			go func() { // a session that ends is made again at its next use
@@ -181,8 +181,11 @@ func (u *userSessions) closeBeside(base *mcp.ClientSession) {
 
 // connectAs makes principal's session, in era, every request of which
 // carries principal's grant.
-func (c *Conn) connectAs(ctx context.Context, era, principal string) (*mcp.ClientSession, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.spec.ConnectTimeout)
+func (c *Conn) connectAs(era, principal string) (*mcp.ClientSession, error) {
+	// Not within the call's context: the session outlives it, and what
+	// the call's context carries (the client's protocol version, as the
+	// SDK's server put it there) must not reach this handshake.
+	ctx, cancel := context.WithTimeout(context.Background(), c.spec.ConnectTimeout)
 	defer cancel()
 	hc, err := c.httpClient(&principal)
 	if err != nil {

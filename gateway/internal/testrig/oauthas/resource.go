@@ -33,9 +33,17 @@ type Identity struct {
 	Scopes  []string `json:"scopes"`
 }
 
+// ResourceOptions configure a Resource; nil means the defaults.
+type ResourceOptions struct {
+	// Legacy serves 2025-11-25 only, with sessions (the go-sdk's handler,
+	// which binds a session to the user whose token made it), instead of
+	// both eras on one URL.
+	Legacy bool
+}
+
 // StartResource serves the whoami server, protected by as, on loopback
 // until the test ends.
-func StartResource(t testing.TB, as *AS) *Resource {
+func StartResource(t testing.TB, as *AS, opts *ResourceOptions) *Resource {
 	t.Helper()
 	r := &Resource{}
 	s := mcp.NewServer(&mcp.Implementation{Name: "whoami", Version: "1"}, nil)
@@ -71,7 +79,11 @@ func StartResource(t testing.TB, as *AS) *Resource {
 	}, &auth.RequireBearerTokenOptions{Scopes: []string{Scope}, ResourceMetadataURL: base + "/.well-known/oauth-protected-resource" + endpoint.Path})
 	mux := http.NewServeMux()
 	mux.Handle("/.well-known/oauth-protected-resource"+endpoint.Path, prm)
-	mux.Handle(endpoint.Path, guard(endpoint.NewHandler(s, nil)))
+	var h http.Handler = endpoint.NewHandler(s, nil)
+	if opts != nil && opts.Legacy {
+		h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	}
+	mux.Handle(endpoint.Path, guard(h))
 	serveOn(t, ln, mux)
 	return r
 }
