@@ -162,8 +162,8 @@ type Options struct {
 	// whoever made it does (a Closer).
 	TracerProvider trace.TracerProvider
 
-	// Vault keeps the grants of the upstreams with OAuth (package vault,
-	// through signin.VaultStore). Required when one has.
+	// Vault keeps the grants of the upstreams with OAuth (a *vault.Vault).
+	// Required when one has.
 	Vault signin.Store
 
 	// Closers are called by [Gateway.Close] after the upstreams stopped,

@@ -52,6 +52,7 @@ func (g *Gateway) spec(u UpstreamSpec) upstream.Spec {
 	s := u.spec()
 	if u.OAuth != nil && g.signIn != nil {
 		s.SignIn = g.signIn
+		s.ToolsOnly = !u.OAuth.Shared
 	}
 	return s
 }

@@ -346,6 +346,15 @@ func TestSignInPerPrincipal(t *testing.T) {
 	alice.mustBe(t, og, "alice")
 	carol.mustConnectFirst(t, og, r.res)
 
+	// The upstream's resources are each account's own: the gateway,
+	// which lists it with alice's grant, shows them to nobody.
+	if res := bob.peer(og).Call(t, "resources/list", nil); res.Error != nil || strings.Contains(string(res.Raw), "whoami://notes") {
+		t.Errorf("bob's resources/list: %s", res.Raw)
+	}
+	if res := bob.peer(og).Call(t, "resources/read", map[string]any{"uri": "whoami://notes"}); res.Error == nil {
+		t.Errorf("bob read a resource of the upstream's: %s", res.Raw)
+	}
+
 	for _, res := range r.as.Resources() {
 		if res != r.res.URL {
 			t.Errorf("an authorization named the resource %q, want %q", res, r.res.URL)

@@ -87,6 +87,8 @@ func (c connectionsPage) Connected(ctx context.Context, q url.Values) (string, e
 
 func (c connectionsPage) ClientMetadata() ([]byte, error) { return c.m.ClientMetadata() }
 
+func (c connectionsPage) Shared(server string) bool { s, _ := c.m.Server(server); return s.Shared }
+
 func (c connectionsPage) Disconnect(ctx context.Context, principal, server string) error {
 	return c.m.Disconnect(ctx, principal, server)
 }

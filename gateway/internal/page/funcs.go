@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"net/url"
 	"strings"
 	"time"
 	"unicode"
@@ -22,9 +23,12 @@ func funcs() template.FuncMap {
 			}
 			return t.UTC().Format("2006-01-02 15:04:05 UTC")
 		},
-		"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-		"stamp": stamp,
-		"ago":   func(t time.Time) string { return relative(time.Since(t)) },
+		"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		// segment escapes a name for one segment of a path ("/", "?" and
+		// "#" included).
+		"segment": url.PathEscape,
+		"stamp":   stamp,
+		"ago":     func(t time.Time) string { return relative(time.Since(t)) },
 		"until": func(t time.Time) string {
 			d := time.Until(t)
 			if d <= 0 {

@@ -79,6 +79,9 @@ type Connections interface {
 	Disconnect(ctx context.Context, principal, server string) error
 	// ClientMetadata is the gateway's OAuth client ID metadata document.
 	ClientMetadata() ([]byte, error)
+	// Shared reports whether server's connection is one for everybody,
+	// which only an admin connects.
+	Shared(server string) bool
 }
 
 // Connection is one upstream that signs in, as a principal has it.

@@ -48,37 +48,51 @@ func (m *Manager) Begin(ctx context.Context, principal, server string) (string, 
 		principal = "" // one grant for everybody
 	}
 	k := key{principal, server}
+	// A slot of the bounds is taken now, and given back when the
+	// sign-in ends (completed, refused or lapsed).
 	m.mu.Lock()
-	n := 0
-	for _, f := range m.flows {
-		if f.principal == principal {
-			n++
-		}
-	}
-	full := len(m.flows) >= m.opts.MaxFlows || n >= m.opts.MaxFlowsPerPrincipal
-	challenge := m.challenges[k]
-	m.mu.Unlock()
-	if full {
+	if m.underWay >= m.opts.MaxFlows || m.underWayBy[principal] >= m.opts.MaxFlowsPerPrincipal {
+		m.mu.Unlock()
 		return "", errors.New("too many sign-ins under way; finish or wait for one to lapse")
+	}
+	m.underWay++
+	m.underWayBy[principal]++
+	ch := m.challenges[k]
+	m.mu.Unlock()
+	ended := false
+	end := func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if !ended {
+			ended = true
+			m.underWay--
+			if m.underWayBy[principal]--; m.underWayBy[principal] <= 0 {
+				delete(m.underWayBy, principal)
+			}
+		}
 	}
 
 	callback := m.opts.CallbackURL()
 	if !validCallback(callback) {
+		end()
 		return "", fmt.Errorf("signin: the page's callback %q is not an absolute http(s) URL", callback)
 	}
 	f := &flow{principal: principal, server: server, authURL: make(chan string, 1),
 		result: make(chan *auth.AuthorizationResult, 1), refused: make(chan error, 1), done: make(chan error, 1)}
 	h, err := auth.NewAuthorizationCodeHandler(m.handlerConfig(ctx, s, principal, callback, f))
 	if err != nil {
+		end()
 		return "", fmt.Errorf("signin: %w", err)
 	}
-	req, resp, err := m.challenge(ctx, s, challenge)
+	req, resp, err := m.challenge(ctx, s, ch.header)
 	if err != nil {
+		end()
 		return "", err
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.opts.FlowTimeout)
 	f.cancel = cancel
 	go func() {
+		defer end()
 		err := h.Authorize(fctx, req, resp)
 		if err == nil {
 			err = m.keep(fctx, s, f)
@@ -259,9 +273,9 @@ func (m *Manager) keep(ctx context.Context, s Server, f *flow) error {
 	k := key{f.principal, s.Name}
 	m.mu.Lock()
 	delete(m.challenges, k)
-	m.cached[k] = g
-	if !s.Shared {
-		m.lister[s.Name] = f.principal
+	m.cached[k] = cacheEntry{grant: g, at: time.Now()}
+	if _, ok := m.lister[s.Name]; !ok && !s.Shared {
+		m.lister[s.Name] = f.principal // the first to connect lists it
 	}
 	close(m.ready[s.Name])
 	m.ready[s.Name] = make(chan struct{})

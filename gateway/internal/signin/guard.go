@@ -29,8 +29,9 @@ const (
 )
 
 // reachOf returns what an upstream at serverURL may make the gateway
-// reach: private when its host is, or resolves to, a private or loopback
-// address.
+// reach: private when its host is, or resolves only to, private or
+// loopback addresses (a public name that also resolves to a private
+// address does not open the gateway's network).
 func reachOf(ctx context.Context, serverURL string) reach {
 	u, err := url.Parse(serverURL)
 	if err != nil {
@@ -49,15 +50,15 @@ func reachOf(ctx context.Context, serverURL string) reach {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-	if err != nil {
+	if err != nil || len(ips) == 0 {
 		return reachPublic
 	}
 	for _, ip := range ips {
-		if local(ip) {
-			return reachPrivate
+		if !local(ip) {
+			return reachPublic
 		}
 	}
-	return reachPublic
+	return reachPrivate
 }
 
 // local reports a loopback or private address.

@@ -18,9 +18,9 @@
 // [Manager.Authorization] gives each upstream request its bearer token,
 // refreshed shortly before it expires, one refresh at a time across
 // replicas (the Store's job). A request with no principal (the gateway's own
-// connection, which lists the upstream's tools) uses the most recent
-// principal to connect, or the shared connection of a server whose
-// credential is shared.
+// connection, which lists the upstream's tools) uses the grant of the
+// principal who connected it first (and still is), or the shared
+// connection of a server whose credential is shared.
 package signin
 
 import (
@@ -53,6 +53,9 @@ const (
 	maxChallenges = 4096
 	// maxCached bounds the tokens kept in memory.
 	maxCached = 4096
+	// cacheTTL bounds how long a grant read from the store is used
+	// without reading it again.
+	cacheTTL = 30 * time.Second
 )
 
 // Server is one upstream that signs in with OAuth.
@@ -135,15 +138,32 @@ type Manager struct {
 	servers map[string]Server
 
 	mu         sync.Mutex
-	flows      map[string]*flow          // by OAuth state
-	challenges map[key]http.Header       // the last refusal of a principal's request
-	cached     map[key]*vault.Connection // unexpired tokens, to spare the store a read per call
-	lister     map[string]string         // server -> the principal whose token lists it
-	ready      map[string]chan struct{}  // server -> closed at its next connection
-	clients    map[string]*http.Client   // server -> the client of its sign-in requests
+	underWay   int                      // sign-ins under way
+	underWayBy map[string]int           // by principal
+	flows      map[string]*flow         // by OAuth state
+	challenges map[key]challenge        // the last refusal of a principal's request
+	cached     map[key]cacheEntry       // unexpired tokens, to spare the store a read per call
+	lister     map[string]string        // server -> the principal whose token lists it
+	ready      map[string]chan struct{} // server -> closed at its next connection
+	clients    map[string]*http.Client  // server -> the client of its sign-in requests
 }
 
 type key struct{ principal, server string }
+
+// cacheEntry is a grant read from the store, kept for cacheTTL: a
+// disconnection or reconnection on another replica is seen within it.
+type cacheEntry struct {
+	grant *vault.Connection
+	at    time.Time
+}
+
+// challenge is the upstream's last refusal of a principal's grant for too
+// little scope, kept until they connect again (its WWW-Authenticate starts
+// that sign-in).
+type challenge struct {
+	header http.Header
+	at     time.Time
+}
 
 // New returns a Manager for servers.
 func New(servers []Server, o Options) (*Manager, error) {
@@ -169,7 +189,7 @@ func New(servers []Server, o Options) (*Manager, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	m := &Manager{opts: o, servers: make(map[string]Server, len(servers)),
-		flows: map[string]*flow{}, challenges: map[key]http.Header{}, cached: map[key]*vault.Connection{},
+		flows: map[string]*flow{}, underWayBy: map[string]int{}, challenges: map[key]challenge{}, cached: map[key]cacheEntry{},
 		lister: map[string]string{}, ready: map[string]chan struct{}{}, clients: map[string]*http.Client{}}
 	for _, s := range servers {
 		if s.Name == "" || s.URL == "" {
@@ -181,7 +201,7 @@ func New(servers []Server, o Options) (*Manager, error) {
 	return m, nil
 }
 
-// Servers returns the names of the servers that sign in, sorted.
+// Servers returns the servers that sign in, sorted by name.
 func (m *Manager) Servers() []Server {
 	out := make([]Server, 0, len(m.servers))
 	for _, s := range m.servers {
@@ -239,7 +259,8 @@ func (m *Manager) Principal(ctx context.Context, server string) (string, bool) {
 }
 
 // Identity returns whose grant the gateway's own requests to server carry:
-// the shared grant, or the principal who connected it last; false when
+// the shared grant, or the principal who connected it first among those
+// still connected (a later connection does not displace them); false when
 // nobody has.
 func (m *Manager) Identity(ctx context.Context, server string) (string, bool) {
 	s, ok := m.servers[server]
@@ -255,7 +276,7 @@ func (m *Manager) Identity(ctx context.Context, server string) (string, bool) {
 	if ok {
 		return p, true
 	}
-	p, err := m.opts.Store.Latest(ctx, s.Name)
+	p, err := m.opts.Store.First(ctx, s.Name)
 	if err != nil {
 		return "", false
 	}
@@ -314,17 +335,11 @@ func (m *Manager) grantOf(ctx context.Context, server, p string) (*vault.Connect
 	}
 	k := key{p, server}
 	m.mu.Lock()
-	g := m.cached[k]
-	why := ""
-	if _, refused := m.challenges[k]; refused {
-		why = "refused"
-	}
+	ce, cachedOK := m.cached[k]
+	ch, challenged := m.challenges[k]
 	m.mu.Unlock()
-	if why != "" {
-		return nil, &NotConnectedError{Principal: p, Server: server, Reason: "the upstream refused the last request with this connection; connect again"}
-	}
-	if g != nil && valid(&g.Token, refreshAhead) {
-		return g, nil
+	if !challenged && cachedOK && time.Since(ce.at) < cacheTTL && valid(&ce.grant.Token, refreshAhead) {
+		return ce.grant, nil
 	}
 	g, err := m.opts.Store.Get(ctx, p, server)
 	switch {
@@ -334,6 +349,14 @@ func (m *Manager) grantOf(ctx context.Context, server, p string) (*vault.Connect
 		return nil, fmt.Errorf("signin: reading the connection of %q: %w", server, err)
 	case g.Status != vault.Connected:
 		return nil, &NotConnectedError{Principal: p, Server: server, Reason: "its connection " + statusText(g)}
+	case challenged && !g.Updated.After(ch.at):
+		return nil, &NotConnectedError{Principal: p, Server: server, Reason: "the upstream asks for more than this connection grants; connect again"}
+	case challenged: // connected again since, here or on another replica
+		m.mu.Lock()
+		if m.challenges[k].at == ch.at {
+			delete(m.challenges, k)
+		}
+		m.mu.Unlock()
 	}
 	if !valid(&g.Token, refreshAhead) {
 		if g.Token.RefreshToken == "" {
@@ -342,12 +365,20 @@ func (m *Manager) grantOf(ctx context.Context, server, p string) (*vault.Connect
 			}
 		} else {
 			g, err = m.opts.Store.Refresh(ctx, p, server, refreshAhead, m.refresher)
-			if err != nil {
+			switch {
+			case err == nil:
+				m.Report(server, EventRefreshed)
+			case ctx.Err() != nil:
+				return nil, ctx.Err()
+			case errors.Is(err, vault.ErrRejected), errors.Is(err, vault.ErrRevoked):
+				m.Report(server, EventRefreshFailed)
+				m.opts.Logger.WarnContext(ctx, "upstream token refresh refused", "upstream", server, "principal", p, "error", text.Clip(err.Error(), 300))
+				return nil, &NotConnectedError{Principal: p, Server: server, Reason: "its authorization server no longer renews the connection; connect again"}
+			default:
 				m.Report(server, EventRefreshFailed)
 				m.opts.Logger.WarnContext(ctx, "upstream token refresh failed", "upstream", server, "principal", p, "error", text.Clip(err.Error(), 300))
-				return nil, &NotConnectedError{Principal: p, Server: server, Reason: "refreshing its connection failed; connect again"}
+				return nil, fmt.Errorf("upstream %q: renewing the connection's token failed for now (%s); try again shortly", server, text.Clip(err.Error(), 200))
 			}
-			m.Report(server, EventRefreshed)
 		}
 	}
 	m.remember(k, g)
@@ -362,6 +393,10 @@ func (m *Manager) refresher(ctx context.Context, g *vault.Connection) (*oauth2.T
 	old := g.Token
 	old.Expiry = time.Unix(1, 0) // force the refresh
 	t, err := cfg.TokenSource(ctx, &old).Token()
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) && (re.ErrorCode == "invalid_grant" || re.ErrorCode == "unauthorized_client" || re.ErrorCode == "invalid_client") {
+		return nil, fmt.Errorf("%w: %s", vault.ErrRejected, text.Clip(re.Error(), 300))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -380,7 +415,7 @@ func (m *Manager) remember(k key, g *vault.Connection) {
 			break
 		}
 	}
-	m.cached[k] = g
+	m.cached[k] = cacheEntry{grant: g, at: time.Now()}
 }
 
 func valid(t *oauth2.Token, ahead time.Duration) bool {
@@ -413,18 +448,36 @@ func (m *Manager) Refused(ctx context.Context, server, p string, resp *http.Resp
 		p = ""
 	}
 	k := key{p, server}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.challenges[k]; !ok && len(m.challenges) >= maxChallenges {
-		for old := range m.challenges {
-			delete(m.challenges, old)
-			break
-		}
-	}
-	m.challenges[k] = http.Header{"Www-Authenticate": slices.Clone(resp.Header.Values("WWW-Authenticate"))}
-	delete(m.cached, k)
 	m.Report(server, EventRefused)
-	m.opts.Logger.InfoContext(ctx, "upstream refused a connection's token", "upstream", server, "principal", p, "status", resp.StatusCode)
+	if resp.StatusCode == http.StatusForbidden {
+		// Too little scope for this call: the principal connects again,
+		// asking for more; the grant stays for what it allows elsewhere.
+		m.mu.Lock()
+		if _, ok := m.challenges[k]; !ok && len(m.challenges) >= maxChallenges {
+			for old := range m.challenges {
+				delete(m.challenges, old)
+				break
+			}
+		}
+		m.challenges[k] = challenge{header: http.Header{"Www-Authenticate": slices.Clone(resp.Header.Values("WWW-Authenticate"))}, at: time.Now()}
+		delete(m.cached, k)
+		m.mu.Unlock()
+		m.opts.Logger.InfoContext(ctx, "upstream asks for more scope", "upstream", server, "principal", p)
+		return
+	}
+	// 401: the grant is revoked or no longer valid. It is marked so in
+	// the store (every replica sees it), and no longer lists the
+	// upstream: whoever connected it next does.
+	m.mu.Lock()
+	delete(m.cached, k)
+	if m.lister[server] == p {
+		delete(m.lister, server)
+	}
+	m.mu.Unlock()
+	if err := m.opts.Store.Mark(context.WithoutCancel(ctx), p, server, vault.Revoked, "the upstream refused its token (HTTP 401)"); err != nil && !errors.Is(err, vault.ErrNotFound) {
+		m.opts.Logger.WarnContext(ctx, "marking a refused connection", "upstream", server, "principal", p, "error", text.Clip(err.Error(), 300))
+	}
+	m.opts.Logger.InfoContext(ctx, "upstream refused a connection's token", "upstream", server, "principal", p)
 }
 
 // Report passes event of server to [Options.OnEvent]; the Manager reports

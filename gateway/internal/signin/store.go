@@ -13,7 +13,8 @@ type Store interface {
 	Put(ctx context.Context, c *vault.Connection) error
 	Delete(ctx context.Context, principal, server string) error
 	List(ctx context.Context, principal string) ([]vault.Summary, error)
-	Latest(ctx context.Context, server string) (string, error)
+	First(ctx context.Context, server string) (string, error)
+	Mark(ctx context.Context, principal, server string, status vault.Status, reason string) error
 	Refresh(ctx context.Context, principal, server string, minValid time.Duration, fn vault.RefreshFunc) (*vault.Connection, error)
 }
 

@@ -500,12 +500,15 @@ func (c *Conn) relist(ctx context.Context, cs *mcp.ClientSession) error {
 			return fmt.Errorf("tools/list: %w", err)
 		}
 	}
-	if caps.Prompts != nil {
+	// What an upstream that each principal signs in to lists of prompts
+	// and resources is the listing identity's own (their documents,
+	// their texts), not everybody's: only its tools are served.
+	if caps.Prompts != nil && !c.spec.ToolsOnly {
 		if l.Prompts, l.PromptsCache, err = listPrompts(ctx, cs, modern); err != nil {
 			return fmt.Errorf("prompts/list: %w", err)
 		}
 	}
-	if caps.Resources != nil {
+	if caps.Resources != nil && !c.spec.ToolsOnly {
 		if l.Resources, l.ResourcesCache, err = listResources(ctx, cs, modern); err != nil {
 			return fmt.Errorf("resources/list: %w", err)
 		}

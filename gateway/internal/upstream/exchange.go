@@ -256,7 +256,7 @@ func (m *modernExchange) Stateless() bool { return true }
 func (m *modernExchange) Next(ctx context.Context) (*Step, error) {
 	ctx, cancel := context.WithTimeout(ctx, m.conn.spec.CallTimeout)
 	defer cancel()
-	done := m.conn.calls.enter(m.req.Peer, nil)
+	done := m.conn.calls.enter(m.req.Peer, nil, m.cs)
 	defer done()
 	res, err := m.send(ctx, m.answers, m.state)
 	m.answers = nil
@@ -438,7 +438,7 @@ func (l *legacyExchange) start(ctx context.Context) {
 		cctx, l.cancel = context.WithTimeout(ctx, l.conn.spec.CallTimeout)
 	}
 	l.callDone = cctx.Done()
-	done := l.conn.calls.enter(l.req.Peer, l)
+	done := l.conn.calls.enter(l.req.Peer, l, l.cs)
 	go func() {
 		res, err := l.send(cctx, nil, "")
 		// The call leaves the table before its result is handed over:

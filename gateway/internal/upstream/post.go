@@ -105,7 +105,7 @@ func (c *Conn) PostSession(ctx context.Context, session string, body []byte, hea
 		}
 		// Known to the call table, so that a question the upstream sends
 		// outside the call's stream is not routed to another call.
-		exit := c.calls.enter(nil, nil)
+		exit := c.calls.enter(nil, nil, nil)
 		leave = func() { exit(); <-c.inflight }
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.spec.CallTimeout)

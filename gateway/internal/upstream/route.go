@@ -32,7 +32,8 @@ type callTable struct {
 
 type liveCall struct {
 	peer Peer
-	ex   *legacyExchange // nil for a 2026-07-28 upstream's call
+	ex   *legacyExchange    // nil for a 2026-07-28 upstream's call
+	cs   *mcp.ClientSession // the session it runs on; nil: the upstream's only one
 }
 
 type progressRoute struct {
@@ -45,9 +46,10 @@ func (t *callTable) init() {
 	t.tokens = map[string]progressRoute{}
 }
 
-// enter records a running call until done is called.
-func (t *callTable) enter(peer Peer, ex *legacyExchange) (done func()) {
-	lc := &liveCall{peer: peer, ex: ex}
+// enter records a running call on session cs (nil for a session
+// passthrough's) until done is called.
+func (t *callTable) enter(peer Peer, ex *legacyExchange, cs *mcp.ClientSession) (done func()) {
+	lc := &liveCall{peer: peer, ex: ex, cs: cs}
 	t.mu.Lock()
 	t.live[lc] = struct{}{}
 	t.mu.Unlock()
@@ -58,17 +60,24 @@ func (t *callTable) enter(peer Peer, ex *legacyExchange) (done func()) {
 	}
 }
 
-// sole returns the only call in flight, nil if there are none or several.
-func (t *callTable) sole() *liveCall {
+// sole returns the only call in flight on the session a message of the
+// upstream came on (a principal's own session, users.go, carries only
+// their calls), nil if there are none or several.
+func (t *callTable) sole(req mcp.Request) *liveCall {
+	cs, _ := req.GetSession().(*mcp.ClientSession)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.live) != 1 {
-		return nil
-	}
+	var found *liveCall
 	for lc := range t.live {
-		return lc
+		if lc.cs != nil && cs != nil && lc.cs != cs {
+			continue
+		}
+		if found != nil {
+			return nil
+		}
+		found = lc
 	}
-	return nil
+	return found
 }
 
 // progress maps a new token of the gateway's to a client's token until
@@ -114,7 +123,7 @@ func (c *Conn) questionRouter(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			params = &mcp.ListRootsParams{}
 		}
-		lc := c.calls.sole()
+		lc := c.calls.sole(req)
 		if lc == nil || lc.ex == nil {
 			c.logger.Warn("upstream request outside a single call in flight; refused", "method", method)
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
@@ -131,7 +140,7 @@ func (c *Conn) onLog(ctx context.Context, req *mcp.LoggingMessageRequest) {
 		return
 	}
 	c.logger.Debug("upstream log message", "level", string(req.Params.Level), "logger", text.Sanitize(req.Params.Logger))
-	if lc := c.calls.sole(); lc != nil && lc.peer != nil {
+	if lc := c.calls.sole(req); lc != nil && lc.peer != nil {
 		lc.peer.Log(ctx, req.Params)
 	}
 }

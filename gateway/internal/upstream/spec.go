@@ -50,7 +50,7 @@ type SignIn interface {
 	// shared grant), and false for the gateway's own requests.
 	Principal(ctx context.Context, upstream string) (string, bool)
 	// Identity returns whose grant the gateway's own requests carry (who
-	// connected the upstream last, or the shared grant), false when
+	// connected the upstream first, or the shared grant), false when
 	// nobody has.
 	Identity(ctx context.Context, upstream string) (string, bool)
 	// Authorization returns the Authorization header value of a request
@@ -97,6 +97,11 @@ type Spec struct {
 	// that requires OAuth with the token of the principal it is made for
 	// (package signin); it wins over an Authorization in Headers.
 	SignIn SignIn
+	// ToolsOnly serves the upstream's tools only, not its prompts and
+	// resources: those of an upstream each principal signs in to are the
+	// account's own, and a listing made with one principal's grant must
+	// not be shown to another.
+	ToolsOnly bool
 
 	// Connect, if set, supplies the transport instead of the fields above:
 	// an in-process server (mcp.NewInMemoryTransports) or any custom

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"sort"
@@ -69,7 +70,7 @@ func (c *Conn) transport(ctx context.Context, f *flow) (mcp.Transport, error) {
 }
 
 // ownIdentity returns, for an upstream that signs in, whose grant the
-// connection about to be made carries (who connected the upstream last,
+// connection about to be made carries (who connected the upstream first,
 // or the shared grant), and records it; nil for other upstreams.
 func (c *Conn) ownIdentity(ctx context.Context) *string {
 	if c.spec.SignIn == nil {
@@ -89,7 +90,7 @@ func (c *Conn) ownIdentity(ctx context.Context) *string {
 // token; for an upstream that signs in, each request carries the grant of
 // the principal it is made for, and the gateway's own requests own's
 // grant (the identity of the session the client serves; nil: whoever
-// connected the upstream last). Its connection pool is the upstream's own
+// connected the upstream first). Its connection pool is the upstream's own
 // and keeps enough idle connections for concurrent calls.
 func (c *Conn) httpClient(own *string) (*http.Client, error) {
 	h := http.Header{}
@@ -115,7 +116,7 @@ func (c *Conn) httpClient(own *string) (*http.Client, error) {
 	c.mu.Lock()
 	var rt http.RoundTripper = c.roundTripper
 	c.mu.Unlock()
-	return &http.Client{Transport: headerTransport{base: rt, header: h, signIn: c.spec.SignIn, name: c.spec.Name, own: own}}, nil
+	return &http.Client{Transport: headerTransport{base: rt, header: h, signIn: c.spec.SignIn, name: c.spec.Name, host: hostOf(c.spec.URL), own: own}}, nil
 }
 
 // headerTransport sends the upstream's own headers with every request,
@@ -129,6 +130,7 @@ type headerTransport struct {
 	header http.Header
 	signIn SignIn
 	name   string
+	host   string // the upstream's host[:port]
 	own    *string
 }
 
@@ -139,7 +141,9 @@ func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	for k, vs := range t.header {
 		req.Header[k] = vs
 	}
-	if t.signIn == nil {
+	if t.signIn == nil || req.URL.Host != t.host {
+		// A grant goes to the upstream's own host only, not to where a
+		// redirect or an SSE endpoint event points.
 		return t.base.RoundTrip(req)
 	}
 	p, ok := t.signIn.Principal(ctx, t.name)
@@ -166,6 +170,15 @@ func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.signIn.Refused(ctx, t.name, p, resp)
 	}
 	return resp, err
+}
+
+// hostOf returns the host[:port] of an upstream's URL.
+func hostOf(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	return p.Host
 }
 
 // ErrNotSignedIn is returned for the gateway's own request to an upstream

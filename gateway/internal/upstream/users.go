@@ -17,13 +17,17 @@ import (
 // principal's calls, and the session's own requests (its event stream,
 // its end), carry their grant only. They live as long as the gateway's
 // session, and end after userSessionIdle unused; past MaxUserSessions the
-// least recently used one ends. A 2026-07-28 upstream has no sessions:
+// least recently used one unused for a minute ends, and a new principal
+// is refused while none is. A 2026-07-28 upstream has no sessions:
 // each request carries its own principal's grant.
 
 // Bounds of the principals' sessions of one upstream.
 const (
 	MaxUserSessions = 256
 	userSessionIdle = 10 * time.Minute
+	// userSessionBusy: a session used this recently may have a call in
+	// flight, and is not ended to make room.
+	userSessionBusy = time.Minute
 )
 
 // userSessions are the principals' sessions of one upstream.
@@ -97,7 +101,15 @@ func (u *userSessions) get(ctx context.Context, c *Conn, base *mcp.ClientSession
 	fresh := s == nil || s.gone()
 	if fresh {
 		if len(u.byPrincipal) >= MaxUserSessions {
-			closing = append(closing, u.evictLocked()...)
+			old := u.evictLocked(now)
+			if old == nil {
+				u.mu.Unlock()
+				for _, cs := range closing {
+					_ = cs.Close()
+				}
+				return nil, fmt.Errorf("upstream %q has %d principals' sessions in use, its limit; try again shortly", c.spec.Name, MaxUserSessions)
+			}
+			closing = append(closing, old)
 		}
 		s = &userSession{ready: make(chan struct{}), ended: make(chan struct{})}
 		if u.byPrincipal == nil {
@@ -111,19 +123,27 @@ func (u *userSessions) get(ctx context.Context, c *Conn, base *mcp.ClientSession
 		_ = cs.Close()
 	}
 	if fresh {
-		s.cs, s.err = c.connectAs(era, principal)
+		cs, err := c.connectAs(era, principal)
+		u.mu.Lock()
+		kept := u.byPrincipal[principal] == s && u.base == base
+		s.cs, s.err = cs, err
+		if err == nil && !kept { // the gateway's session ended meanwhile: so does this one
+			s.cs, s.err = nil, ErrSessionGone
+		}
+		if s.err != nil && u.byPrincipal[principal] == s {
+			delete(u.byPrincipal, principal)
+		}
+		u.mu.Unlock()
 		close(s.ready)
-		if s.err == nil {
+		switch {
+		case err != nil:
+		case !kept:
+			_ = cs.Close()
+		default:
 			go func() { // a session that ends is made again at its next use
-				_ = s.cs.Wait()
+				_ = cs.Wait()
 				close(s.ended)
 			}()
-		} else {
-			u.mu.Lock()
-			if u.byPrincipal[principal] == s {
-				delete(u.byPrincipal, principal)
-			}
-			u.mu.Unlock()
 		}
 	}
 	select {
@@ -131,16 +151,18 @@ func (u *userSessions) get(ctx context.Context, c *Conn, base *mcp.ClientSession
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	return s.cs, s.err
 }
 
-// evictLocked removes the least recently used connected session, and
-// returns it to close.
-func (u *userSessions) evictLocked() []*mcp.ClientSession {
+// evictLocked removes the least recently used connected session unused
+// for userSessionBusy, and returns it to close; nil if every one is busy.
+func (u *userSessions) evictLocked(now time.Time) *mcp.ClientSession {
 	var oldest string
 	var at time.Time
 	for p, s := range u.byPrincipal {
-		if s.cs != nil && (at.IsZero() || s.used.Before(at)) {
+		if s.cs != nil && now.Sub(s.used) >= userSessionBusy && (at.IsZero() || s.used.Before(at)) {
 			oldest, at = p, s.used
 		}
 	}
@@ -149,7 +171,7 @@ func (u *userSessions) evictLocked() []*mcp.ClientSession {
 	}
 	cs := u.byPrincipal[oldest].cs
 	delete(u.byPrincipal, oldest)
-	return []*mcp.ClientSession{cs}
+	return cs
 }
 
 // clearLocked forgets every session and returns the connected ones to

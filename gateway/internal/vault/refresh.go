@@ -12,6 +12,11 @@ import (
 	"golang.org/x/oauth2"
 )
 
+// maxRefreshWait bounds a refresh function, well within the lock's
+// timeout: a slow authorization server holds the row's lock (on SQLite, the
+// vault's one writer) no longer than this.
+const maxRefreshWait = 10 * time.Second
+
 // RefreshFunc obtains a new token for c, typically with c.Token's refresh
 // token at c.Issuer. A token without a refresh token keeps c's.
 type RefreshFunc func(ctx context.Context, c *Connection) (*oauth2.Token, error)
@@ -21,10 +26,12 @@ type RefreshFunc func(ctx context.Context, c *Connection) (*oauth2.Token, error)
 // process share one refresh of a row (and its outcome); across processes
 // the row is locked during the refresh and read again under the lock, so
 // fn runs only if no one refreshed the token meanwhile. The lock is held at
-// most Options.LockTimeout. When fn fails, the row is marked
-// [RefreshFailed] with fn's error as the reason, and the error returned; a
-// later Refresh tries again. A [Revoked] connection fails with
-// [ErrRevoked], without calling fn.
+// most Options.LockTimeout, fn at most 10 s of it. When fn fails because
+// the authorization server rejected the grant (its error wraps
+// [ErrRejected]), the row is marked [RefreshFailed] with fn's error as the
+// reason; any other failure leaves the row as it was; either way the
+// error is returned, and a later Refresh tries again. A [Revoked]
+// connection fails with [ErrRevoked], without calling fn.
 func (v *Vault) Refresh(ctx context.Context, principal, server string, minValid time.Duration, fn RefreshFunc) (*Connection, error) {
 	c, err := v.Get(ctx, principal, server)
 	switch {
@@ -81,7 +88,7 @@ func (v *Vault) refresh(ctx context.Context, principal, server string, minValid 
 			return nil
 		}
 		in := *c
-		fctx, fcancel := context.WithTimeout(ctx, v.opts.LockTimeout*9/10)
+		fctx, fcancel := context.WithTimeout(ctx, min(v.opts.LockTimeout*9/10, maxRefreshWait))
 		tok, err := fn(fctx, &in)
 		fcancel()
 		if err == nil && (tok == nil || tok.AccessToken == "") {
@@ -90,6 +97,9 @@ func (v *Vault) refresh(ctx context.Context, principal, server string, minValid 
 		now := v.opts.Now().UTC().Truncate(time.Microsecond) // as stored
 		if err != nil {
 			fnErr = err
+			if !errors.Is(err, ErrRejected) {
+				return nil // a passing failure: the row stays as it was
+			}
 			_, err := t.ExecContext(ctx, v.db.Rebind("UPDATE "+Table+" SET status = ?, reason = ?, updated_at = ? WHERE principal = ? AND server = ?"),
 				string(RefreshFailed), text.Clip(err.Error(), MaxReasonLen), toMicro(now), principal, server)
 			return err

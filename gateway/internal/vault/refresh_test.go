@@ -157,7 +157,18 @@ func TestRefreshFailure(t *testing.T) {
 		if err := v.Put(ctx, connection("alice", "files", "old", clk.Now().Add(-time.Minute))); err != nil {
 			t.Fatal(err)
 		}
-		denied := errors.New("invalid_grant: " + strings.Repeat("the refresh token is no longer valid ", 100))
+		// A passing failure (the authorization server is down) leaves
+		// the connection as it was.
+		down := errors.New("503 Service Unavailable")
+		if _, err := v.Refresh(ctx, "alice", "files", time.Minute, func(context.Context, *vault.Connection) (*oauth2.Token, error) {
+			return nil, down
+		}); !errors.Is(err, down) {
+			t.Fatalf("Refresh while the server is down: %v, want its error", err)
+		}
+		if c, err := v.Get(ctx, "alice", "files"); err != nil || c.Status != vault.Connected {
+			t.Fatalf("after a passing failure: %+v, %v; want it still connected", c, err)
+		}
+		denied := fmt.Errorf("%w: invalid_grant: %s", vault.ErrRejected, strings.Repeat("the refresh token is no longer valid ", 100))
 		_, err := v.Refresh(ctx, "alice", "files", time.Minute, func(context.Context, *vault.Connection) (*oauth2.Token, error) {
 			return nil, denied
 		})
@@ -168,14 +179,15 @@ func TestRefreshFailure(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.Status != vault.RefreshFailed || !strings.HasPrefix(c.Reason, "invalid_grant: ") || len(c.Reason) > vault.MaxReasonLen+len("…") {
+		if c.Status != vault.RefreshFailed || !strings.Contains(c.Reason, "invalid_grant: ") || len(c.Reason) > vault.MaxReasonLen+len("…") {
 			t.Errorf("after a failed refresh: status %s, reason %q", c.Status, c.Reason)
 		}
 		if c.Token.AccessToken != "old" {
 			t.Errorf("after a failed refresh the token is %q, want the old one kept", c.Token.AccessToken)
 		}
 
-		// No token is a failure too; a later success clears the mark.
+		// No token is a failure too (left as it was); a later success
+		// clears the mark.
 		if _, err := v.Refresh(ctx, "alice", "files", time.Minute, func(context.Context, *vault.Connection) (*oauth2.Token, error) {
 			return &oauth2.Token{}, nil
 		}); err == nil || !strings.Contains(err.Error(), "no access token") {

@@ -60,6 +60,11 @@ var (
 	ErrNotFound = errors.New("vault: no such connection")
 	// ErrFull reports a new row past Options.MaxPerPrincipal or MaxRows.
 	ErrFull = errors.New("vault: full")
+	// ErrRejected is wrapped by a refresh function's error when the
+	// authorization server rejected the grant (invalid_grant,
+	// unauthorized_client): Refresh then marks the connection
+	// RefreshFailed. Other errors (a timeout, a 5xx) leave it as it was.
+	ErrRejected = errors.New("vault: the authorization server rejected the grant")
 	// ErrRevoked reports a refresh of a revoked connection.
 	ErrRevoked = errors.New("vault: the connection is revoked")
 )
@@ -321,11 +326,12 @@ func (v *Vault) Get(ctx context.Context, principal, server string) (*Connection,
 	return v.connection(w)
 }
 
-// Latest returns the principal of server's most recently updated
-// connected connection, ErrNotFound when there is none.
-func (v *Vault) Latest(ctx context.Context, server string) (string, error) {
+// First returns the principal who connected server first among those
+// whose connection is connected (the earliest created), ErrNotFound when
+// there is none: a principal who connects later does not displace them.
+func (v *Vault) First(ctx context.Context, server string) (string, error) {
 	var p string
-	err := v.db.Read.QueryRowContext(ctx, v.db.Rebind("SELECT principal FROM "+Table+" WHERE server = ? AND status = ? ORDER BY updated_at DESC LIMIT 1"),
+	err := v.db.Read.QueryRowContext(ctx, v.db.Rebind("SELECT principal FROM "+Table+" WHERE server = ? AND status = ? ORDER BY created_at, principal LIMIT 1"),
 		server, string(Connected)).Scan(&p)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", ErrNotFound

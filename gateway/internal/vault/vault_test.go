@@ -309,15 +309,16 @@ func TestList(t *testing.T) {
 	})
 }
 
-// TestLatest checks that Latest names the principal whose connection of
-// a server was updated last, among connected ones.
-func TestLatest(t *testing.T) {
+// TestFirst checks that First names the principal who connected a server
+// first, among connected ones: a later connection, or an update of an
+// earlier one, does not displace them.
+func TestFirst(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, spec string) {
 		ctx := context.Background()
 		clk := newClock()
 		v := open(t, spec, []vault.Key{key("k1", 1)}, &vault.Options{Now: clk.Now})
-		if _, err := v.Latest(ctx, "files"); !errors.Is(err, vault.ErrNotFound) {
-			t.Fatalf("Latest of an empty vault: %v, want ErrNotFound", err)
+		if _, err := v.First(ctx, "files"); !errors.Is(err, vault.ErrNotFound) {
+			t.Fatalf("First of an empty vault: %v, want ErrNotFound", err)
 		}
 		for _, p := range []string{"alice", "bob", "carol"} {
 			clk.Add(time.Minute)
@@ -329,11 +330,15 @@ func TestLatest(t *testing.T) {
 		if err := v.Put(ctx, connection("dave", "search", "t", time.Time{})); err != nil {
 			t.Fatal(err)
 		}
-		if err := v.Mark(ctx, "carol", "files", vault.Revoked, "gone"); err != nil {
+		clk.Add(time.Minute)
+		if err := v.Put(ctx, connection("bob", "files", "t-bob-2", time.Time{})); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := v.Latest(ctx, "files"); err != nil || got != "bob" {
-			t.Errorf("Latest(files) = %q, %v; want bob (carol's is revoked)", got, err)
+		if err := v.Mark(ctx, "alice", "files", vault.Revoked, "gone"); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := v.First(ctx, "files"); err != nil || got != "bob" {
+			t.Errorf("First(files) = %q, %v; want bob (alice's is revoked, bob connected before carol)", got, err)
 		}
 	})
 }

@@ -58,6 +58,16 @@ func StartResource(t testing.TB, as *AS, opts *ResourceOptions) *Resource {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{
 				Text: "subject=" + id.Subject + " scopes=" + strings.Join(id.Scopes, " ")}}}, id, nil
 		})
+	// A resource that is the account's own: a gateway in front of the
+	// server for each principal must not show one principal's to another.
+	s.AddResource(&mcp.Resource{URI: "whoami://notes", Name: "notes", MIMEType: "text/plain"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			sub := ""
+			if ti := req.Extra.TokenInfo; ti != nil {
+				sub = ti.UserID
+			}
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "whoami://notes", MIMEType: "text/plain", Text: sub + "'s notes"}}}, nil
+		})
 	t.Cleanup(func() {
 		for ss := range s.Sessions() {
 			ss.Close()

@@ -22,4 +22,4 @@ CREATE TABLE IF NOT EXISTS preflight_vault (
 	PRIMARY KEY (principal, server)
 );
 CREATE INDEX IF NOT EXISTS preflight_vault_key_id ON preflight_vault (key_id);
-CREATE INDEX IF NOT EXISTS preflight_vault_server ON preflight_vault (server, updated_at);
+CREATE INDEX IF NOT EXISTS preflight_vault_server ON preflight_vault (server, created_at);
