@@ -85,6 +85,10 @@ func (s *SignIn) refuse(c *call.Call, nc *signin.NotConnectedError) (json.RawMes
 // connect an upstream, in an input_required result and its answer.
 const SignInInputKey = "preflight/connect"
 
+// recheck is how often a call waiting for its user to connect looks in the
+// vault, where a connection made on another replica shows.
+const recheck = 5 * time.Second
+
 // DefaultConnectWait bounds how long a call asked within itself (a
 // 2025-11-25 client) waits for its user to connect the upstream.
 const DefaultConnectWait = 5 * time.Minute
@@ -144,6 +148,7 @@ func (s *SignIn) askToConnect(ctx context.Context, c *call.Call, nc *signin.NotC
 		}
 		select {
 		case <-ready:
+		case <-time.After(recheck): // a connection made on another replica
 		case <-wctx.Done():
 			if ctx.Err() != nil {
 				return nil, ctx.Err()

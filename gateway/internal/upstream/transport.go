@@ -77,12 +77,13 @@ func (c *Conn) ownIdentity(ctx context.Context) *string {
 		return nil
 	}
 	p, ok := c.spec.SignIn.Identity(ctx, c.spec.Name)
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if !ok {
+		c.identity = nil // the attempt's requests fail: nobody has connected it
 		return nil
 	}
-	c.mu.Lock()
 	c.identity = &p
-	c.mu.Unlock()
 	return &p
 }
 
