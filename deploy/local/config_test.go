@@ -20,6 +20,7 @@ func TestLocalConfig(t *testing.T) {
 		"PREFLIGHT_REDIS_URL":          "redis://127.0.0.1:6379/0",
 		"PREFLIGHT_POSTGRES_URL":       "postgres://postgres@127.0.0.1:5432/preflight?sslmode=disable",
 		"PREFLIGHT_REQUEST_STATE_KEYS": "k1:7DXq0Wk9n2yV4xq8mGm3fJ1aRr5tYb6cLp0eNs2uHk8=",
+		"PREFLIGHT_VAULT_KEYS":         "v1:Qm9yN3pXc1R0a2VZbkJ2Y1h1OGpGZzJhTDBzZVE2dU4=",
 	}
 	cfg, err := config.Parse("gateway.yaml", data, func(name string) (string, bool) {
 		v, ok := env[name]
@@ -39,5 +40,15 @@ func TestLocalConfig(t *testing.T) {
 	}
 	if len(cfg.RequestState.Keys) != 1 || cfg.Approvals.Store != config.ApprovalsPostgres || cfg.Approvals.URL != env["PREFLIGHT_POSTGRES_URL"] {
 		t.Errorf("requestState %v, approvals %+v: want the script's keys and PostgreSQL", cfg.RequestState, cfg.Approvals)
+	}
+	pg := env["PREFLIGHT_POSTGRES_URL"]
+	if cfg.Audit.Store != config.AuditPostgres || cfg.Audit.URL != pg {
+		t.Errorf("audit %+v: want the script's PostgreSQL, which preflight audit -store reads", cfg.Audit)
+	}
+	if cfg.Pins.Store != config.PinStorePostgres || cfg.Pins.URL != pg {
+		t.Errorf("pins %+v: want the script's PostgreSQL", cfg.Pins)
+	}
+	if cfg.Vault.Store != config.PinStorePostgres || cfg.Vault.URL != pg || len(cfg.Vault.Keys) != 1 {
+		t.Errorf("vault store %s at %q with %d keys: want the script's PostgreSQL and keys", cfg.Vault.Store, cfg.Vault.URL, len(cfg.Vault.Keys))
 	}
 }
