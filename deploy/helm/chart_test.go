@@ -154,8 +154,9 @@ func TestTemplate(t *testing.T) {
 	}
 }
 
-// TestDocExamples renders each YAML block of docs/deploy.md (values files)
-// and checks the objects, so that the examples there stay valid.
+// TestDocExamples renders each values file of docs/deploy.md (its blocks
+// fenced ```yaml or ```yaml values) and checks the objects, so that the
+// examples there stay valid.
 func TestDocExamples(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "deploy.md"))
 	if err != nil {
@@ -166,7 +167,7 @@ func TestDocExamples(t *testing.T) {
 	for line := range strings.Lines(string(data)) {
 		trimmed := strings.TrimSpace(line)
 		switch {
-		case cur == nil && trimmed == "```yaml":
+		case cur == nil && (trimmed == "```yaml" || trimmed == "```yaml values"):
 			cur = &strings.Builder{}
 		case cur != nil && trimmed == "```":
 			blocks = append(blocks, cur.String())

@@ -35,6 +35,9 @@ func testEnv(name string) (string, bool) {
 		"SENTRY_CLIENT_SECRET":   "sentry-secret",
 		"PREFLIGHT_POSTGRES_URL": "postgres://preflight@db.internal:5432/preflight",
 		"PREFLIGHT_VAULT_KEYS":   "k1:" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdefghijklmnopqrstuvwxyzABCD")),
+		// docs/deploy.md's examples name these too.
+		"PREFLIGHT_REDIS_URL":          "redis://redis.internal:6379/0",
+		"PREFLIGHT_REQUEST_STATE_KEYS": "k1:" + base64.StdEncoding.EncodeToString([]byte("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcd")),
 	}[name]
 	return v, ok
 }
