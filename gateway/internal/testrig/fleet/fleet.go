@@ -78,6 +78,9 @@ type Options struct {
 type Fleet struct {
 	// URL is the MCP endpoint through HAProxy.
 	URL string
+	// PageURL is the approval page through HAProxy, the replicas'
+	// approvals.pageUrl.
+	PageURL string
 	// Replicas are the serve processes, r1 first.
 	Replicas []*Replica
 	// RedisURL and PostgresURL are the shared stores; Redis and Postgres
@@ -218,6 +221,7 @@ requestState:
 approvals:
   store: postgres
   url: ${PREFLIGHT_POSTGRES_URL}
+  pageUrl: ${PREFLIGHT_PAGE_URL}
 audit:
   store: postgres
   url: ${PREFLIGHT_POSTGRES_URL}
@@ -281,7 +285,12 @@ func Start(t testing.TB, o *Options) *Fleet {
 		RedisURL: "redis://" + rs.Addr() + "/0", PostgresURL: pg.DSN(),
 		Redis: rs, Postgres: pg,
 	}
+	// HAProxy's port is chosen first: the replicas' config names the page
+	// at it (approvals.pageUrl), as an operator's names the load balancer.
+	lbPort := freeport.Arg(t)
+	f.PageURL = "http://127.0.0.1:" + lbPort + "/ui"
 	f.env = append(os.Environ(),
+		"PREFLIGHT_PAGE_URL="+f.PageURL,
 		"FLEET_BIN="+bin, "FLEET_DATA="+filepath.Join(dir, "data"),
 		"PREFLIGHT_REDIS_URL="+f.RedisURL, "PREFLIGHT_POSTGRES_URL="+f.PostgresURL,
 		"PREFLIGHT_REQUEST_STATE_KEYS=k1:"+base64.StdEncoding.EncodeToString(secret),
@@ -316,17 +325,11 @@ func Start(t testing.TB, o *Options) *Fleet {
 	if err := os.WriteFile(lbCfg, []byte(cfg.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for attempt := 0; ; attempt++ { // a free port may be taken between probing and binding
-		port := freeport.Arg(t)
-		p := f.start("haproxy", haproxy, []string{"-db", "-f", lbCfg}, append(env, "PREFLIGHT_LB_PORT="+port))
-		if err := waitHealthy("127.0.0.1:"+port, p.exited, ""); err == nil {
-			f.haproxy, f.URL = p, "http://127.0.0.1:"+port+gateway.MCPPath
-			break
-		} else if attempt == 4 {
-			t.Fatalf("haproxy: %v\n%s", err, readLog(p.log))
-		}
-		p.stop(syscall.SIGKILL)
+	p := f.start("haproxy", haproxy, []string{"-db", "-f", lbCfg}, append(env, "PREFLIGHT_LB_PORT="+lbPort))
+	if err := waitHealthy("127.0.0.1:"+lbPort, p.exited, ""); err != nil {
+		t.Fatalf("haproxy on port %s: %v\n%s", lbPort, err, readLog(p.log))
 	}
+	f.haproxy, f.URL = p, "http://127.0.0.1:"+lbPort+gateway.MCPPath
 	// HAProxy counts a replica up after its first check.
 	for _, r := range f.Replicas {
 		f.waitServedBy(r.Name)

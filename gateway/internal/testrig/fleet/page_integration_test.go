@@ -18,9 +18,13 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/testrig/fleet"
 )
 
-// TestPageApproval signs in to one replica's approval page with the link
-// it printed, approves there the request a legacy client waits on at the
-// other replica, and checks that the call is released and runs once.
+// TestPageApproval checks the approval page of a fleet: the link a
+// legacy client waiting at one replica is given, and the login link
+// another prints, name approvals.pageUrl (HAProxy's address); signed in
+// with that login link, the operator stays signed in on every replica
+// through HAProxy (the sessions are in Redis), approves the request there,
+// and the call is released and runs once; a sign-out ends the session on
+// every replica.
 func TestPageApproval(t *testing.T) {
 	f := fleet.Start(t, nil)
 	files := filepath.Join(f.Dir, "data", "files")
@@ -29,15 +33,16 @@ func TestPageApproval(t *testing.T) {
 	a, b := f.Replicas[0], f.Replicas[1]
 	mkdirs(t, files, "page.txt")
 
-	ids := make(chan string, 1)
+	type elicitation struct{ Mode, ElicitationID, URL string }
+	ids := make(chan elicitation, 1)
 	c := &fleet.Client{URL: b.URL, Version: fleet.Legacy,
 		Capabilities: map[string]any{"elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}}},
 		OnRequest: func(method string, params json.RawMessage) any {
-			var p struct{ Mode, ElicitationID string }
+			var p elicitation
 			if method != "elicitation/create" || json.Unmarshal(params, &p) != nil || p.Mode != "url" {
 				return nil
 			}
-			ids <- p.ElicitationID
+			ids <- p
 			return map[string]any{"action": "accept"}
 		}}
 	defer c.Close(ctx)
@@ -49,33 +54,43 @@ func TestPageApproval(t *testing.T) {
 		}
 		done <- r
 	}()
-	var id string
+	var asked elicitation
 	select {
-	case id = <-ids:
+	case asked = <-ids:
 	case r := <-done:
 		t.Fatalf("the call ended without asking for approval: %+v", r)
 	case <-ctx.Done():
 		t.Fatal("no URL elicitation within the bound")
 	}
+	id := asked.ElicitationID
+	if !strings.HasPrefix(asked.URL, f.PageURL+"/") {
+		t.Errorf("%s gave the client the approval link %s, want one under approvals.pageUrl %s", b.Name, asked.URL, f.PageURL)
+	}
 
-	// Replica A's page, signed in as a browser would with A's link.
+	// The page through HAProxy, signed in with the link replica A printed.
+	// The link's one-time token is A's, so the sign-in itself is sent to
+	// A (addressed to HAProxy's host, as through HAProxy); every request
+	// after it goes through HAProxy, to both replicas.
 	link, token, err := a.LoginLink()
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := link[:strings.Index(link, "/ui/login")]
-	if !strings.HasPrefix(a.URL, base+"/") {
-		t.Fatalf("%s printed a link to %s", a.Name, base)
+	if !strings.HasPrefix(link, f.PageURL+"/login?") {
+		t.Fatalf("%s printed the login link %s, want one under approvals.pageUrl %s", a.Name, link, f.PageURL)
 	}
+	base := strings.TrimSuffix(f.PageURL, "/ui")
+	lbHost := strings.TrimPrefix(base, "http://")
+	aBase := strings.TrimSuffix(a.URL, "/mcp")
 	jar, _ := cookiejar.New(nil)
 	h := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	do := func(method, u string, form neturl.Values) (int, string) {
+	do := func(method, u string, form neturl.Values) (int, string, string) {
 		t.Helper()
 		var body io.Reader
 		if form != nil {
 			body = strings.NewReader(form.Encode())
 		}
 		req, _ := http.NewRequestWithContext(ctx, method, u, body)
+		req.Host = lbHost
 		if form != nil {
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			req.Header.Set("Origin", base)
@@ -87,28 +102,36 @@ func TestPageApproval(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		out, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return resp.StatusCode, string(out)
+		return resp.StatusCode, string(out), resp.Header.Get("X-Preflight-Replica")
 	}
-	if st, body := do(http.MethodGet, link, nil); st != http.StatusOK || !strings.Contains(body, `id="signin"`) {
+	if st, body, _ := do(http.MethodGet, aBase+"/ui/login?token="+neturl.QueryEscape(token), nil); st != http.StatusOK || !strings.Contains(body, `id="signin"`) {
 		t.Fatalf("login link: %d\n%s", st, body)
 	}
-	if st, _ := do(http.MethodPost, base+"/ui/login", neturl.Values{"token": {token}}); st != http.StatusSeeOther {
+	if st, _, _ := do(http.MethodPost, aBase+"/ui/login", neturl.Values{"token": {token}}); st != http.StatusSeeOther {
 		t.Fatalf("sign in: %d", st)
 	}
-	st, page := do(http.MethodGet, base+"/ui/approvals", nil)
-	if st != http.StatusOK || !strings.Contains(page, id) {
-		t.Fatalf("%s's page does not show %s's request %s: %d\n%s", a.Name, b.Name, id, st, page)
+	var page string
+	servedBy := map[string]bool{}
+	for range 4 {
+		st, body, replica := do(http.MethodGet, base+"/ui/approvals", nil)
+		if st != http.StatusOK || !strings.Contains(body, id) {
+			t.Fatalf("the page through HAProxy (%s) does not show %s's request %s: %d\n%s", replica, b.Name, id, st, body)
+		}
+		servedBy[replica], page = true, body
+	}
+	if len(servedBy) != 2 {
+		t.Errorf("4 page requests through HAProxy reached %v, want both replicas", servedBy)
 	}
 	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
 	if m == nil {
 		t.Fatalf("no CSRF token on the page:\n%s", page)
 	}
 	// Without the CSRF token the approval is refused.
-	if st, _ := do(http.MethodPost, base+"/ui/approvals/"+id+"/approve", neturl.Values{}); st != http.StatusForbidden {
+	if st, _, _ := do(http.MethodPost, base+"/ui/approvals/"+id+"/approve", neturl.Values{}); st != http.StatusForbidden {
 		t.Errorf("an approval without the CSRF token: %d", st)
 	}
-	if st, body := do(http.MethodPost, base+"/ui/approvals/"+id+"/approve", neturl.Values{"csrf": {m[1]}}); st != http.StatusSeeOther && st != http.StatusOK {
-		t.Fatalf("approve on %s: %d\n%s", a.Name, st, body)
+	if st, body, replica := do(http.MethodPost, base+"/ui/approvals/"+id+"/approve", neturl.Values{"csrf": {m[1]}}); st != http.StatusSeeOther && st != http.StatusOK {
+		t.Fatalf("approve through HAProxy (%s): %d\n%s", replica, st, body)
 	}
 
 	var r *fleet.Response
@@ -122,5 +145,30 @@ func TestPageApproval(t *testing.T) {
 	}
 	if got, err := os.ReadFile(filepath.Join(files, "page.txt")); err != nil || string(got) != "x+page" {
 		t.Errorf("page.txt holds %q (%v), want the append run once", got, err)
+	}
+
+	// Signed out through HAProxy, signed out on both replicas: the
+	// session's cookie, sent again to each, opens the page on neither.
+	cookies := jar.Cookies(&neturl.URL{Scheme: "http", Host: lbHost})
+	if len(cookies) == 0 {
+		t.Fatal("no session cookie for HAProxy's address")
+	}
+	if st, body, replica := do(http.MethodPost, base+"/ui/logout", neturl.Values{"csrf": {m[1]}}); st != http.StatusOK {
+		t.Fatalf("sign out through HAProxy (%s): %d\n%s", replica, st, body)
+	}
+	for _, u := range []string{aBase, strings.TrimSuffix(b.URL, "/mcp")} {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u+"/ui/approvals", nil)
+		req.Host = lbHost
+		for _, c := range cookies {
+			req.AddCookie(c)
+		}
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Errorf("%s still serves the page to the session signed out", u)
+		}
 	}
 }

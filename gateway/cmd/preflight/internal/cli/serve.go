@@ -282,7 +282,7 @@ func (c *serveCmd) start(ctx context.Context, opts *gateway.Options, logger *slo
 		case opts.Auth != nil && !opts.Auth.Anonymous():
 			login, err = signInPage(ctx, opts, logger, addr, cfg, state)
 		case loopback.Is(addr):
-			login, err = approvalsPage(ctx, opts, logger, state)
+			login, err = approvalsPage(ctx, opts, logger, addr, cfg, state)
 		}
 		if err != nil {
 			_ = opts.Close()
@@ -712,7 +712,7 @@ func printServing(w io.Writer, base, setup, pins string, h gateway.Health) {
 // person at the terminal signs in as the operator; with authentication
 // configured they decide the calls of every principal (clients never get
 // the link).
-func approvalsPage(ctx context.Context, opts *gateway.Options, logger *slog.Logger, state string) (*page.TokenLogin, error) {
+func approvalsPage(ctx context.Context, opts *gateway.Options, logger *slog.Logger, addr string, cfg *config.Config, state string) (*page.TokenLogin, error) {
 	if opts.Approvals == nil {
 		var admins []string
 		if opts.Auth != nil && !opts.Auth.Anonymous() {
@@ -726,8 +726,36 @@ func approvalsPage(ctx context.Context, opts *gateway.Options, logger *slog.Logg
 	if err != nil {
 		return nil, err
 	}
-	opts.Page = &gateway.Page{Login: login}
+	p := &gateway.Page{Login: login}
+	if err := fleetPage(p, opts, addr, cfg); err != nil {
+		return nil, err
+	}
+	opts.Page = p
 	return login, nil
+}
+
+// fleetPage applies what the configuration says of the page's place in a
+// fleet: approvals.pageUrl (the address people and clients' links reach,
+// such as the load balancer's, and the host names the page answers) and
+// the shared sessions of redis.url.
+func fleetPage(p *gateway.Page, opts *gateway.Options, addr string, cfg *config.Config) error {
+	if cfg == nil {
+		return nil
+	}
+	if pageURL := cfg.Approvals.PageURL; pageURL != "" {
+		p.URL = strings.TrimRight(pageURL, "/")
+		p.Secure = strings.HasPrefix(pageURL, "https:")
+		p.Hosts, _ = pageHosts(addr, pageURL)
+	}
+	sessions, closeSessions, err := setup.PageSessions(cfg)
+	if err != nil {
+		return err
+	}
+	if sessions != nil {
+		p.Sessions = sessions
+		opts.Closers = append(opts.Closers, closeSessions)
+	}
+	return nil
 }
 
 // linkLogin is the loopback sign-in by one-time link: the links serve
@@ -787,9 +815,8 @@ func signInPage(ctx context.Context, opts *gateway.Options, logger *slog.Logger,
 		logger.Warn("the approval page answers only loopback host names and the listen address: set approvals.pageUrl to the address people open", "listen", addr)
 	}
 	p := &gateway.Page{Login: login, Hosts: hosts}
-	if pageURL != "" {
-		p.URL = strings.TrimRight(pageURL, "/")
-		p.Secure = strings.HasPrefix(pageURL, "https:")
+	if err := fleetPage(p, opts, addr, cfg); err != nil {
+		return nil, err
 	}
 	opts.Page = p
 	return link, nil

@@ -1,0 +1,31 @@
+package setup
+
+import (
+	"cmp"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/preflightmcp/preflight/gateway/config"
+	"github.com/preflightmcp/preflight/gateway/internal/page"
+	"github.com/preflightmcp/preflight/gateway/internal/page/redissessions"
+)
+
+// PageSessions returns where the approval page keeps its sessions: in the
+// Redis of redis.url, under redis.prefix + "page:", so that a person
+// signed in through one replica is signed in on every other and a sign-out
+// ends the session on all; nil (in process) without redis.url. close
+// closes its Redis client.
+func PageSessions(cfg *config.Config) (s page.Sessions, close func() error, err error) {
+	if cfg == nil || cfg.Redis.URL == "" {
+		return nil, func() error { return nil }, nil
+	}
+	ro, err := redis.ParseURL(cfg.Redis.URL)
+	if err != nil {
+		// The URL is not repeated: it may hold a password.
+		return nil, nil, fmt.Errorf("configuration: redis.url: not a Redis URL")
+	}
+	client := redis.NewClient(ro)
+	prefix := cmp.Or(cfg.Redis.Prefix, config.DefaultRedisPrefix)
+	return redissessions.New(client, &redissessions.Options{Prefix: prefix + "page:"}), client.Close, nil
+}
