@@ -20,6 +20,7 @@ func TestLocalConfig(t *testing.T) {
 		"PREFLIGHT_REDIS_URL":          "redis://127.0.0.1:6379/0",
 		"PREFLIGHT_POSTGRES_URL":       "postgres://postgres@127.0.0.1:5432/preflight?sslmode=disable",
 		"PREFLIGHT_REQUEST_STATE_KEYS": "k1:7DXq0Wk9n2yV4xq8mGm3fJ1aRr5tYb6cLp0eNs2uHk8=",
+		"PREFLIGHT_LB_PORT":            "7780",
 		"PREFLIGHT_VAULT_KEYS":         "v1:Qm9yN3pXc1R0a2VZbkJ2Y1h1OGpGZzJhTDBzZVE2dU4=",
 	}
 	cfg, err := config.Parse("gateway.yaml", data, func(name string) (string, bool) {
@@ -40,6 +41,9 @@ func TestLocalConfig(t *testing.T) {
 	}
 	if len(cfg.RequestState.Keys) != 1 || cfg.Approvals.Store != config.ApprovalsPostgres || cfg.Approvals.URL != env["PREFLIGHT_POSTGRES_URL"] {
 		t.Errorf("requestState %v, approvals %+v: want the script's keys and PostgreSQL", cfg.RequestState, cfg.Approvals)
+	}
+	if want := "http://127.0.0.1:7780/ui"; cfg.Approvals.PageURL != want {
+		t.Errorf("approvals.pageUrl %q, want HAProxy's page %s", cfg.Approvals.PageURL, want)
 	}
 	pg := env["PREFLIGHT_POSTGRES_URL"]
 	if cfg.Audit.Store != config.AuditPostgres || cfg.Audit.URL != pg {
