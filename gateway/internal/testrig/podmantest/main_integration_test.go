@@ -1,0 +1,7 @@
+//go:build integration
+
+package podmantest
+
+import "testing"
+
+func TestMain(m *testing.M) { Main(m) }
