@@ -535,12 +535,10 @@ func (p *person) connectQuiet(ctx context.Context, link string) error {
 	return nil
 }
 
-// TestSignInURLElicitationLegacy: a 2025-11-25 client that declares URL
-// elicitation is asked, within the call, to open the link to connect the
-// upstream; the person connects it, and the same call goes on and runs as
-// them, and the client is told the elicitation completed. A client that
-// declines gets the tool error, and the upstream is not called.
-func TestSignInURLElicitationLegacy(t *testing.T) {
+// bobSignedIn starts a gateway whose upstream alice has connected, and
+// signs bob in to its page without connecting it.
+func bobSignedIn(t *testing.T) (*oauthRig, *oauthGateway, *person) {
+	t.Helper()
 	r := newOAuthRig(t, "alice", "bob")
 	og := startOAuthGateway(t, r, openVault(t), oauthas.PublicClient)
 	alice, bob := r.person(t, "alice"), r.person(t, "bob")
@@ -548,6 +546,16 @@ func TestSignInURLElicitationLegacy(t *testing.T) {
 	alice.connect(t, og.base+"/ui/connections/whoami/connect")
 	og.waitListed(t, alice)
 	bob.signIn(t, og)
+	return r, og, bob
+}
+
+// TestSignInURLElicitationLegacy: a 2025-11-25 client that declares URL
+// elicitation is asked, within the call, to open the link to connect the
+// upstream; the person connects it, and the same call goes on and runs as
+// them, and the client is told the elicitation completed. A client that
+// declines gets the tool error, and the upstream is not called.
+func TestSignInURLElicitationLegacy(t *testing.T) {
+	r, og, bob := bobSignedIn(t)
 
 	var (
 		mu      sync.Mutex
@@ -613,13 +621,7 @@ func TestSignInURLElicitationLegacy(t *testing.T) {
 // person has connected, its retry with the answer runs as them. A retry
 // before connecting is asked again, and the upstream is not called.
 func TestSignInURLElicitationModern(t *testing.T) {
-	r := newOAuthRig(t, "alice", "bob")
-	og := startOAuthGateway(t, r, openVault(t), oauthas.PublicClient)
-	alice, bob := r.person(t, "alice"), r.person(t, "bob")
-	alice.signIn(t, og)
-	alice.connect(t, og.base+"/ui/connections/whoami/connect")
-	og.waitListed(t, alice)
-	bob.signIn(t, og)
+	r, og, bob := bobSignedIn(t)
 
 	peer := bob.peer(og)
 	peer.Capabilities = map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}

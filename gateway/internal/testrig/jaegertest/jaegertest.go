@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/gobuild"
 	"github.com/preflightmcp/preflight/internal/freeport"
 )
 
@@ -57,10 +58,6 @@ func Binary(t testing.TB) string {
 // build returns the binary of the pinned version in the cache directory
 // (where scripts/test puts it too), building it if it is not there.
 func build() (string, error) {
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", err
-	}
 	mod, err := tracingModule()
 	if err != nil {
 		return "", err
@@ -69,24 +66,7 @@ func build() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(cache, "preflight", "jaeger-"+version)
-	bin := filepath.Join(dir, "jaeger")
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
-	defer cancel()
-	tmp := bin + ".tmp"
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, module+"/cmd/jaeger")
-	cmd.Dir = mod
-	cmd.Env = append(os.Environ(), "GOWORK=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building jaeger %s in %s: %v\n%s", version, mod, err, out)
-	}
-	return bin, os.Rename(tmp, bin)
+	return gobuild.Cached("jaeger", version, mod, buildTimeout, module+"/cmd/jaeger")
 }
 
 // pinned returns the version of Jaeger's module that the go.mod in dir

@@ -2,13 +2,11 @@ package oauthas
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -16,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/gobuild"
 )
 
 // buildTimeout bounds the program's first build (fosite and its
@@ -40,12 +40,8 @@ func Binary(t testing.TB) string {
 }
 
 // build returns the program built from the module's sources as they are,
-// in the cache directory under their hash, building it if it is not there.
+// in the cache directory under their hash.
 func build() (string, error) {
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", err
-	}
 	mod, err := moduleDir()
 	if err != nil {
 		return "", err
@@ -54,27 +50,7 @@ func build() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(cache, "preflight", "oauthas-"+sum)
-	bin := filepath.Join(dir, "oauthas")
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	// A file of this process's own, renamed into place: another test
-	// process may be building it at the same time.
-	tmp := fmt.Sprintf("%s.tmp%d", bin, os.Getpid())
-	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", tmp, ".")
-	cmd.Dir = mod
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		os.Remove(tmp)
-		return "", fmt.Errorf("building the authorization server in %s: %v\n%s", mod, err, out)
-	}
-	return bin, os.Rename(tmp, bin)
+	return gobuild.Cached("oauthas", sum, mod, buildTimeout, "-trimpath", ".")
 }
 
 // sourceHash is a hex prefix of the SHA-256 of the module's go.mod, go.sum

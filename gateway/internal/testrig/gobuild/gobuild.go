@@ -1,0 +1,46 @@
+// Package gobuild builds, for tests, a Go program of a module outside the
+// gateway's build list (GOWORK=off: the tracing module's Jaeger, the
+// oauthas module's authorization server) once into the user's cache
+// directory, under a key that names its version, so that later test runs
+// (and scripts/test, up front) find it there.
+package gobuild
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+)
+
+// Cached returns ~/.cache/preflight/NAME-KEY/NAME, building it first if it
+// is not there: `go build -o ... ARGS` in the module folder dir, with
+// GOWORK=off, within timeout. The binary is written to a file of this
+// process's own and renamed into place, since another test process may
+// build it at the same time.
+func Cached(name, key, dir string, timeout time.Duration, args ...string) (string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(cache, "preflight", name+"-"+key)
+	bin := filepath.Join(out, name)
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", err
+	}
+	tmp := fmt.Sprintf("%s.tmp%d", bin, os.Getpid())
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-o", tmp}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("building %s in %s: %v\n%s", name, dir, err, b)
+	}
+	return bin, os.Rename(tmp, bin)
+}
