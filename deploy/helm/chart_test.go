@@ -45,6 +45,12 @@ const (
 	configPath = "/etc/preflight/config.yaml"
 	// kubeVersion is a current cluster's; the default (Helm's, 1.20) is rendered too.
 	kubeVersion = "v1.34.0"
+	// imageUser is the user the image runs as and dataDir its state directory
+	// (release/internal/image: UID, GID, DataDir).
+	imageUser = 65532
+	dataDir   = "/data"
+	// digest is an image digest as release/cmd/image prints it.
+	digest = "sha256:8827e329142b1b809d3cbe49957c4d99765f30715905b6e7dd63d5dec9a0c2a1"
 )
 
 // chartCase is one set of values the chart must render.
@@ -57,6 +63,11 @@ type chartCase struct {
 	secret map[string]string
 	// notes are lines NOTES.txt must hold.
 	notes []string
+	// image is the image the pods run; empty for the default, the chart's
+	// repository at its appVersion.
+	image string
+	// dataClaim is the claim mounted at /data; empty for an emptyDir.
+	dataClaim string
 }
 
 func cases() []chartCase {
@@ -96,6 +107,24 @@ func cases() []chartCase {
 			set:   []string{"autoscaling.enabled=true", "autoscaling.minReplicas=1"},
 			kinds: []string{"ConfigMap", "Deployment", "HorizontalPodAutoscaler", "Service", "ServiceAccount"},
 			notes: []string{"WARNING: more than one replica without Redis"},
+		},
+		{
+			name:  "pinned by digest",
+			set:   []string{"image.digest=" + digest},
+			kinds: []string{"ConfigMap", "Deployment", "Service", "ServiceAccount"},
+			image: "ghcr.io/preflightmcp/preflight@" + digest,
+		},
+		{
+			name:  "pushed to a registry of one's own",
+			set:   []string{"image.repository=registry.example.com/mcp/preflight", "image.tag=0.2.0"},
+			kinds: []string{"ConfigMap", "Deployment", "Service", "ServiceAccount"},
+			image: "registry.example.com/mcp/preflight:0.2.0",
+		},
+		{
+			name:      "state on a claim",
+			set:       []string{"data.existingClaim=preflight-data"},
+			kinds:     []string{"ConfigMap", "Deployment", "Service", "ServiceAccount"},
+			dataClaim: "preflight-data",
 		},
 		{
 			name:  "replicas without stores",
@@ -145,6 +174,7 @@ func TestTemplate(t *testing.T) {
 				t.Errorf("kinds rendered = %v, want %v", kinds, c.kinds)
 			}
 			checkObjects(t, objs, c.secret)
+			checkImage(t, objs, c.image, c.dataClaim)
 			for _, want := range c.notes {
 				if !strings.Contains(notes, want) {
 					t.Errorf("NOTES.txt lacks %q:\n%s", want, notes)
@@ -516,8 +546,25 @@ func checkObjects(t *testing.T, objs []object, secret map[string]string) {
 	case sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) > 0:
 		t.Errorf("securityContext.capabilities = %+v, want drop [ALL] and add nothing", sc.Capabilities)
 	}
-	if pod.Spec.SecurityContext == nil || pod.Spec.SecurityContext.RunAsUser == nil || *pod.Spec.SecurityContext.RunAsUser == 0 {
-		t.Error("pod securityContext.runAsUser is not a non-root user")
+	// The image's user, which owns its /data; fsGroup makes a claim mounted there its group's.
+	if psc := pod.Spec.SecurityContext; psc == nil || !isID(psc.RunAsUser, imageUser) || !isID(psc.RunAsGroup, imageUser) || !isID(psc.FSGroup, imageUser) {
+		t.Errorf("pod securityContext = %+v, want runAsUser, runAsGroup and fsGroup %d, the image's user", psc, imageUser)
+	}
+	if sc != nil && sc.RunAsUser != nil && *sc.RunAsUser != imageUser {
+		t.Errorf("container runs as user %d, not the image's %d", *sc.RunAsUser, imageUser)
+	}
+
+	// Where a read-only root filesystem lets the gateway write: its state
+	// directory and /tmp, each a volume.
+	for _, dir := range []string{dataDir, "/tmp"} {
+		if v := mountedVolume(pod.Spec, c, dir); v == nil || (v.EmptyDir == nil && v.PersistentVolumeClaim == nil) {
+			t.Errorf("%s is not a writable volume: %+v", dir, v)
+		}
+	}
+	for _, e := range c.Env {
+		if (e.Name == "HOME" || e.Name == "XDG_STATE_HOME") && e.Value != dataDir {
+			t.Errorf("env %s=%q moves the state out of %s", e.Name, e.Value, dataDir)
+		}
 	}
 	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
 		t.Errorf("resources = %+v, want CPU and memory requests and a memory limit", c.Resources)
@@ -636,6 +683,54 @@ func checkObjects(t *testing.T, objs []object, secret map[string]string) {
 		}
 	}
 }
+
+// checkImage checks the image the pods run (want; empty for the chart's
+// repository at its appVersion) and the volume at /data (the claim, or an
+// emptyDir when claim is empty).
+func checkImage(t *testing.T, objs []object, want, claim string) {
+	t.Helper()
+	if want == "" {
+		chrt, err := loader.Load(chartDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = "ghcr.io/preflightmcp/preflight:" + chrt.Metadata.AppVersion
+	}
+	dep := only[appsv1.Deployment](t, objs)
+	if dep == nil {
+		t.Fatal("no Deployment")
+	}
+	c := dep.Spec.Template.Spec.Containers[0]
+	if c.Image != want {
+		t.Errorf("image = %q, want %q", c.Image, want)
+	}
+	v := mountedVolume(dep.Spec.Template.Spec, c, dataDir)
+	switch {
+	case v == nil:
+		t.Errorf("nothing mounted at %s", dataDir)
+	case claim == "" && (v.EmptyDir == nil || v.EmptyDir.SizeLimit == nil || v.EmptyDir.SizeLimit.IsZero()):
+		t.Errorf("%s: %+v, want an emptyDir with a size limit", dataDir, v.VolumeSource)
+	case claim != "" && (v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != claim):
+		t.Errorf("%s: %+v, want the claim %s", dataDir, v.VolumeSource, claim)
+	}
+}
+
+// mountedVolume is the volume the container mounts, writable, at dir.
+func mountedVolume(spec corev1.PodSpec, c corev1.Container, dir string) *corev1.Volume {
+	for _, m := range c.VolumeMounts {
+		if m.MountPath != dir || m.ReadOnly || m.SubPath != "" {
+			continue
+		}
+		for i, v := range spec.Volumes {
+			if v.Name == m.Name {
+				return &spec.Volumes[i]
+			}
+		}
+	}
+	return nil
+}
+
+func isID(id *int64, want int64) bool { return id != nil && *id == want }
 
 // mountedConfig returns the ConfigMap's file that the container's -config
 // names, following the volume mounted at its directory.

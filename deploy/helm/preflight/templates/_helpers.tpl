@@ -55,6 +55,15 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- default .Chart.AppVersion .Values.image.tag }}
 {{- end }}
 
+{{/* The image the pods run: pinned by digest when one is given, else by tag. */}}
+{{- define "preflight.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (include "preflight.tag" .) }}
+{{- end }}
+{{- end }}
+
 {{/* The Secret the pods read: the user's, or the chart's. */}}
 {{- define "preflight.secretName" -}}
 {{- default (include "preflight.fullname" .) .Values.existingSecret }}
