@@ -49,7 +49,7 @@ func run(ctx context.Context, out, version string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "preflight %s (commit %s) in %s and %s\n", b.Version, b.Commit,
+	fmt.Fprintf(os.Stderr, "%s (commit %s) in %s and %s\n", b.Ref(), b.Commit,
 		filepath.Join(out, image.LayoutDir), filepath.Join(out, image.ArchiveFile))
 	fmt.Println(digest)
 	return nil

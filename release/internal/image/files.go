@@ -119,7 +119,7 @@ func layer(entries []entry, modTime time.Time) (v1.Layer, error) {
 		return nil, err
 	}
 	var zipped bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&zipped, gzip.BestCompression) // no name, no time: the same bytes each time
+	zw, err := gzip.NewWriterLevel(&zipped, gzip.DefaultCompression) // no name, no time: the same bytes each time; best compression saves under 1% for 3 times the time
 	if err != nil {
 		return nil, err
 	}

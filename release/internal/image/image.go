@@ -28,6 +28,11 @@ import (
 // Source is the repository the labels name.
 const Source = "https://github.com/preflightmcp/preflight"
 
+// Repository is where the project publishes the image, the Helm chart's
+// default; the archive names the image there, so that podman load gives it
+// the name the chart runs.
+const Repository = "ghcr.io/preflightmcp/preflight"
+
 // Port is the port the default command serves on.
 const Port = 8080
 
@@ -75,6 +80,9 @@ type Built struct {
 // Tag is the image's tag: the version without its leading v, as the chart's
 // appVersion writes it.
 func (b *Built) Tag() string { return strings.TrimPrefix(b.Version, "v") }
+
+// Ref is the image's name, Repository:Tag.
+func (b *Built) Ref() string { return Repository + ":" + b.Tag() }
 
 // Build builds the image of opts.Commit for every platform.
 func Build(ctx context.Context, opts Options) (*Built, error) {

@@ -81,8 +81,8 @@ func TestImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(top.Manifests) != 1 || top.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != b.Tag() {
-		t.Fatalf("index.json: %+v, want one index named %s", top.Manifests, b.Tag())
+	if want := "ghcr.io/preflightmcp/preflight:" + strings.TrimPrefix(b.Version, "v"); len(top.Manifests) != 1 || top.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != want {
+		t.Fatalf("index.json: %+v, want one index named %s", top.Manifests, want)
 	}
 	idx, err := lay.ImageIndex(top.Manifests[0].Digest)
 	if err != nil {

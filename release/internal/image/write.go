@@ -21,8 +21,8 @@ const (
 
 // Write writes b into dir as an OCI layout directory (LayoutDir) and as the
 // same directory in one tar file (ArchiveFile, an oci-archive for skopeo
-// and podman load), replacing earlier ones. index.json names the index by
-// its tag.
+// and podman load), replacing earlier ones. index.json names the index
+// Repository:Tag.
 func Write(b *Built, dir string) error {
 	lay := filepath.Join(dir, LayoutDir)
 	if err := os.RemoveAll(lay); err != nil {
@@ -33,7 +33,7 @@ func Write(b *Built, dir string) error {
 		return err
 	}
 	if err := p.AppendIndex(b.Index, layout.WithAnnotations(map[string]string{
-		"org.opencontainers.image.ref.name": b.Tag(),
+		"org.opencontainers.image.ref.name": b.Ref(),
 	})); err != nil {
 		return fmt.Errorf("write %s: %w", lay, err)
 	}
