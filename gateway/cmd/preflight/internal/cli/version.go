@@ -11,6 +11,11 @@ import (
 // modulePath is the module the preflight command is built from.
 const modulePath = "github.com/preflightmcp/preflight/gateway"
 
+// releaseVersion is the version a release build stamps with
+// -ldflags "-X github.com/preflightmcp/preflight/gateway/cmd/preflight/internal/cli.releaseVersion=v0.3.0"
+// (scripts/release); empty otherwise, and the build information says.
+var releaseVersion string
+
 type versionCmd struct {
 	common
 }
@@ -18,11 +23,12 @@ type versionCmd struct {
 func (c *versionCmd) synopsis() string {
 	return `usage: preflight version [-json]
 
-Prints the version of preflight as the binary records it: the module
-version (a release, a pseudo-version when built from a work tree, or
-"(devel)" when built without version control information), the commit it
-was built from (+dirty when the work tree had changes) and its date, and
-the Go version. preflight -version does the same.
+Prints the version of preflight as the binary records it: the release
+version (binaries of scripts/release) or else the module version (a
+release for go install ...@version, a pseudo-version when built from a
+work tree, or "(devel)" when built without version control
+information), the commit it was built from (+dirty when the work tree
+had changes) and its date, and the Go version. preflight -version does the same.
 
 Exit status: 0 done; 2 usage error.
 `
@@ -60,17 +66,21 @@ func readVersion() buildVersion {
 	if !ok {
 		return buildVersion{Version: "(unknown)", Go: "unknown"}
 	}
-	return versionOf(bi)
+	return versionOf(bi, releaseVersion)
 }
 
 // versionOf reads bi: the module's version (as a dependency, or as the
-// main module), and the VCS settings the go command stamps.
-func versionOf(bi *debug.BuildInfo) buildVersion {
+// main module) unless release is set, and the VCS settings the go command
+// stamps.
+func versionOf(bi *debug.BuildInfo, release string) buildVersion {
 	v := buildVersion{Version: bi.Main.Version, Go: bi.GoVersion}
 	for _, m := range bi.Deps {
 		if m.Path == modulePath {
 			v.Version = m.Version
 		}
+	}
+	if release != "" {
+		v.Version = release
 	}
 	if v.Version == "" {
 		v.Version = "(devel)"

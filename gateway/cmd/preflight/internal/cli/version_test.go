@@ -32,25 +32,29 @@ func TestVersion(t *testing.T) {
 }
 
 // TestVersionOf reads what the go command records: a release, a work
-// tree with changes, and the module as a dependency.
+// tree with changes, the module as a dependency, and a release build's
+// stamped version, which wins over the module's.
 func TestVersionOf(t *testing.T) {
 	t.Parallel()
 	vcs := []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "1a2b3c4d5e6f7a8b9c0d1a2b3c4d5e6f7a8b9c0d"},
 		{Key: "vcs.time", Value: "2026-11-20T09:30:00Z"}, {Key: "vcs.modified", Value: "false"}}
 	dirty := append(vcs[:3:3], debug.BuildSetting{Key: "vcs.modified", Value: "true"})
 	for _, tc := range []struct {
-		bi   debug.BuildInfo
-		want string
+		bi      debug.BuildInfo
+		release string
+		want    string
 	}{
 		{debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: modulePath, Version: "v0.3.0"}, Settings: vcs},
-			"preflight v0.3.0 (commit 1a2b3c4d5e6f, 2026-11-20, go1.26.0)"},
+			"", "preflight v0.3.0 (commit 1a2b3c4d5e6f, 2026-11-20, go1.26.0)"},
 		{debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: modulePath, Version: "(devel)"}, Settings: dirty},
-			"preflight (devel) (commit 1a2b3c4d5e6f+dirty, 2026-11-20, go1.26.0)"},
+			"", "preflight (devel) (commit 1a2b3c4d5e6f+dirty, 2026-11-20, go1.26.0)"},
 		{debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: "example.com/tool"}, Deps: []*debug.Module{{Path: modulePath, Version: "v0.4.1"}}},
-			"preflight v0.4.1 (go1.26.0)"},
-		{debug.BuildInfo{GoVersion: "go1.26.0"}, "preflight (devel) (go1.26.0)"},
+			"", "preflight v0.4.1 (go1.26.0)"},
+		{debug.BuildInfo{GoVersion: "go1.26.0"}, "", "preflight (devel) (go1.26.0)"},
+		{debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: modulePath, Version: "v0.0.0-20261120093000-1a2b3c4d5e6f"}, Settings: vcs},
+			"v0.5.0", "preflight v0.5.0 (commit 1a2b3c4d5e6f, 2026-11-20, go1.26.0)"},
 	} {
-		if got := versionOf(&tc.bi).String(); got != tc.want {
+		if got := versionOf(&tc.bi, tc.release).String(); got != tc.want {
 			t.Errorf("got %q, want %q", got, tc.want)
 		}
 	}
