@@ -19,9 +19,9 @@ import (
 	"time"
 )
 
-// versionVar is the variable of the command that -ldflags -X stamps with
+// VersionVar is the variable of the command that -ldflags -X stamps with
 // the release version (gateway/cmd/preflight/internal/cli/version.go).
-const versionVar = "github.com/preflightmcp/preflight/gateway/cmd/preflight/internal/cli.releaseVersion"
+const VersionVar = "github.com/preflightmcp/preflight/gateway/cmd/preflight/internal/cli.releaseVersion"
 
 // Target is one platform a binary is built for.
 type Target struct{ OS, Arch string }
@@ -218,7 +218,7 @@ func compile(ctx context.Context, src string, t Target, version, out string) err
 	env := []string{"GOWORK=off", "GOFLAGS=", "CGO_ENABLED=0", "GOOS=" + t.OS, "GOARCH=" + t.Arch,
 		"GOAMD64=v1", "GOARM64=v8.0", "GOEXPERIMENT="}
 	_, err := run(ctx, filepath.Join(src, "gateway"), env, "go", "build", "-trimpath", "-buildvcs=true",
-		"-ldflags=-s -w -buildid= -X "+versionVar+"="+version, "-o", out, "./cmd/preflight")
+		"-ldflags=-s -w -buildid= -X "+VersionVar+"="+version, "-o", out, "./cmd/preflight")
 	return err
 }
 

@@ -23,6 +23,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/preflightmcp/preflight/release/internal/dist"
 )
 
 // Source is the repository the labels name.
@@ -122,7 +124,7 @@ func Build(ctx context.Context, opts Options) (*Built, error) {
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, p := range platforms {
 		bin := filepath.Join(work, "preflight-"+p.OS+"-"+p.Architecture)
-		if err := compile(ctx, src, p, bin); err != nil {
+		if err := compile(ctx, src, p, opts.Version, bin); err != nil {
 			return nil, err
 		}
 		version, err := stamped(bin, commit)
@@ -232,9 +234,14 @@ func checkout(ctx context.Context, repo, commit, dir string) error {
 
 // compile builds the preflight command of the checkout in src for p: static,
 // without paths of this machine or a build id, with the version and commit
-// the go command stamps.
-func compile(ctx context.Context, src string, p v1.Platform, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=true", "-ldflags=-s -w -buildid=", "-o", out, "./cmd/preflight")
+// the go command stamps, and version (when given) as the release version
+// `preflight version` prints, as scripts/release stamps its binaries.
+func compile(ctx context.Context, src string, p v1.Platform, version, out string) error {
+	ldflags := "-ldflags=-s -w -buildid="
+	if version != "" {
+		ldflags += " -X " + dist.VersionVar + "=" + version
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=true", ldflags, "-o", out, "./cmd/preflight")
 	cmd.Dir = filepath.Join(src, "gateway")
 	cmd.Env = append(os.Environ(),
 		"GOWORK=off", "GOFLAGS=", "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture,
