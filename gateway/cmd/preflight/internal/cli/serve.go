@@ -31,6 +31,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/pin"
 	"github.com/preflightmcp/preflight/gateway/internal/pin/sqlstore"
 	"github.com/preflightmcp/preflight/gateway/internal/redact"
+	"github.com/preflightmcp/preflight/gateway/internal/redislog"
 	"github.com/preflightmcp/preflight/gateway/internal/setup"
 	"github.com/preflightmcp/preflight/gateway/internal/stage"
 	"github.com/preflightmcp/preflight/gateway/internal/text"
@@ -165,6 +166,7 @@ func (c *serveCmd) run(ctx context.Context, env *env, inv invocation) error {
 		return usagef("-log-level %q: want debug, info, warn or error", c.logLevel)
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	redislog.Use(logger) // the Redis client's lines are JSON records too
 	if c.pprof != "" {
 		stop, err := servePprof(c.pprof, logger)
 		if err != nil {
