@@ -180,7 +180,7 @@ func TestOptionsFromConfigDisclosure(t *testing.T) {
 	}
 	g.Close()
 
-	cfg, err = config.Parse("test.yaml", []byte("servers:\n  a: {command: x}\ndisclosure: {enabled: true, store: redis}\nredis: {url: \"redis://127.0.0.1:1\"}\n"), noEnv)
+	cfg, err = config.Parse("test.yaml", []byte("servers:\n  a: {command: x}\ndisclosure: {enabled: true, store: redis}\nredis: {url: \"redis://127.0.0.1:1\"}\napprovals: {store: memory, pageUrl: \"https://mcp.example.com/ui\"}\n"), noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}

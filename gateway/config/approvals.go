@@ -58,6 +58,7 @@ type Approvals struct {
 	// PageURL is the approval page's root as people reach it, such as
 	// https://mcp.example.com/ui: the links clients are given start with
 	// it, and the page answers its host besides the listen address's.
+	// Required with Redis.URL: replicas share Redis and a load balancer.
 	PageURL string `json:"pageUrl,omitempty"`
 
 	file string // the configuration file's name

@@ -65,6 +65,7 @@ var badFiles = []struct {
 	{"prefix_clash.yaml", `7:13: servers.gitlab.prefix: "gh" is also the prefix of server "github"
 11:5: servers.my_server: its prefix "my_server", made from its name, is also the prefix of server "my server": set prefix`, schemaAccepts},
 	{"redis_missing.yaml", `6:10: disclosure.store: redis needs the Redis server in redis.url`, schemaRejects},
+	{"pageurl_missing.yaml", `5:8: approvals.pageUrl: required with redis.url (replicas share Redis): the approval page's address as people reach it, such as the load balancer's https://mcp.example.com/ui, so that the links clients are given and the login links replicas print work on every replica`, schemaRejects},
 	{"rules.yaml", `5:9: servers.github.rules[0].name: required: a rule's name identifies it in errors and logs
 10:15: servers.github.rules[2].name: "create" is also the name of rules[1]
 11:15: servers.github.rules[2].tool: "issue_[write" is not a glob pattern (* any characters, ? one, [a-z] one of a class)

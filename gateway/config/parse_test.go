@@ -169,6 +169,7 @@ servers:
     disclose: ${ON}
 disclosure: {enabled: true}
 redis: {url: "redis://127.0.0.1:6379"}
+approvals: {pageUrl: "https://mcp.example.com/ui"}
 `)
 	for name, want := range map[string]struct {
 		prefix, sep string

@@ -51,6 +51,13 @@ func (p *parser) validate(c *Config) {
 	if p.dec.set("approvals") {
 		p.approvals(&c.Approvals)
 	}
+	if c.Redis.URL != "" && c.Approvals.PageURL == "" && !p.dec.failed["redis.url"] {
+		// Replicas share Redis: the page's links must name the address
+		// people reach, not whichever replica made them. Told at redis.url,
+		// the key that makes it required.
+		p.errs.add(p.dec.at("redis.url"), "approvals.pageUrl", "required with redis.url (replicas share Redis): the approval page's address as people reach it, "+
+			"such as the load balancer's https://mcp.example.com/ui, so that the links clients are given and the login links replicas print work on every replica")
+	}
 	p.pins(&c.Pins)
 	p.vault(&c.Vault)
 	p.audit(&c.Audit)
