@@ -77,6 +77,7 @@ type Gateway struct {
 	ui        http.Handler
 	pageURL   atomic.Pointer[string]
 	ownState  *state.Store // made by New when Options.State is nil
+	stores    *storeProbe
 
 	disclosure *disclosure // nil when it is off
 }

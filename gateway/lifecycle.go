@@ -95,6 +95,8 @@ func New(opts *Options) (*Gateway, error) {
 		g.ownState = state.NewMemory(nil)
 		st = g.ownState
 	}
+	g.stores = &storeProbe{checks: append([]StoreCheck{{Keeps: "state", At: st.String(), Ping: st.Check,
+		FailsClosed: "single-use confirmations of 2026-07-28 clients (neither asked nor accepted)"}}, o.Stores...)}
 	var tracer trace.Tracer
 	if o.TracerProvider != nil {
 		tracer = o.TracerProvider.Tracer(tracing.Scope)

@@ -166,6 +166,10 @@ type Options struct {
 	// Required when one has.
 	Vault signin.Store
 
+	// Stores name the stores the options hold besides State, for the
+	// health report, which pings them. Nil names none.
+	Stores []StoreCheck
+
 	// Closers are called by [Gateway.Close] after the upstreams stopped,
 	// or by [Options.Close]: what the maker of the options opened for them
 	// (stores, clients).

@@ -40,8 +40,8 @@ const readHeaderTimeout = 10 * time.Second
 
 // Health is the gateway's health report.
 type Health struct {
-	// Status is "ok" when every upstream is up, "degraded" when some are
-	// not, "stopping" during shutdown.
+	// Status is "ok" when every upstream is up and every store answers,
+	// "degraded" when some are not or do not, "stopping" during shutdown.
 	Status    string            `json:"status"`
 	Upstreams []upstream.Health `json:"upstreams"`
 	// Tools, Prompts and Resources count what clients see.
@@ -49,11 +49,16 @@ type Health struct {
 	Prompts   int               `json:"prompts"`
 	Resources int               `json:"resources"`
 	Skipped   []catalog.Problem `json:"skipped,omitempty"`
+	// Stores says where the gateway keeps its state and whether each
+	// store answered its latest ping (status is "degraded" when one did
+	// not).
+	Stores []StoreHealth `json:"stores,omitempty"`
 	// Runtime identifies the process and shows its growth.
 	Runtime Runtime `json:"runtime"`
 }
 
-// Health reports which upstreams are up and what is served.
+// Health reports which upstreams are up, what is served, and which
+// stores answer (pinged at most every 5 s, each within 1 s).
 func (g *Gateway) Health() Health {
 	snap := g.state.Load()
 	h := Health{Status: "ok", Tools: len(snap.tools), Prompts: len(snap.prompts), Resources: len(snap.resources) + len(snap.templates), Skipped: snap.problems, Runtime: readRuntime()}
@@ -62,6 +67,12 @@ func (g *Gateway) Health() Health {
 		uh := c.Health()
 		h.Upstreams = append(h.Upstreams, uh)
 		if uh.State != upstream.StateUp && !(uh.State == upstream.StateIdle && c.Spec().Lazy) {
+			h.Status = "degraded"
+		}
+	}
+	h.Stores = g.stores.health()
+	for _, s := range h.Stores {
+		if !s.Up {
 			h.Status = "degraded"
 		}
 	}

@@ -165,6 +165,9 @@ func Options(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*gat
 			client := redis.NewClient(ropts)
 			d.Options.Store = redisstore.New(client, &redisstore.Options{Prefix: prefix + "disclose:"})
 			d.Close = client.Close
+			opts.Stores = append(opts.Stores, redisCheck("disclosure", client))
+		} else {
+			opts.Stores = append(opts.Stores, gateway.StoreCheck{Keeps: "disclosure", At: "memory"})
 		}
 		opts.Disclosure = d
 	}
@@ -208,6 +211,7 @@ func Options(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*gat
 		}
 		opts.Pinner = pin.New(store, &pin.Options{Mode: PinModes(cfg), Store: sqlitePins(cfg.Pins)})
 		opts.Closers = append(opts.Closers, store.Close)
+		opts.Stores = append(opts.Stores, SQLCheck("pins", store))
 	}
 	if signsIn(cfg) {
 		v, err := OpenVault(ctx, cfg.Vault)
@@ -217,6 +221,7 @@ func Options(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*gat
 		}
 		opts.Vault = v
 		opts.Closers = append(opts.Closers, v.Close)
+		opts.Stores = append(opts.Stores, SQLCheck("vault", v))
 	}
 	if cfg.Audit.Store != config.AuditOff {
 		if err := auditFromConfig(ctx, cfg.Audit, opts); err != nil {
@@ -270,7 +275,10 @@ func approvalsFromConfig(ctx context.Context, cfg *config.Config, opts *gateway.
 			return fmt.Errorf("configuration: approvals.store: %w", err)
 		}
 		opts.Closers = append(opts.Closers, s.Close)
+		opts.Stores = append(opts.Stores, SQLCheck("approvals", s))
 		store = s
+	default:
+		opts.Stores = append(opts.Stores, gateway.StoreCheck{Keeps: "approvals", At: "memory"})
 	}
 	o := &approval.Options{TTL: time.Duration(a.TTL), UseWindow: time.Duration(a.UseWindow), Admins: slices.Clone(a.Admins), Logger: opts.Logger}
 	if opts.State != nil {
@@ -375,14 +383,26 @@ func auditFromConfig(ctx context.Context, a config.Audit, opts *gateway.Options)
 		return fmt.Errorf("configuration: audit: %w", err)
 	}
 	opts.Auditor, opts.AuditStore, opts.AuditSensitiveArgs = auditor, store, slices.Clone(a.SensitiveArguments)
+	opts.Stores = append(opts.Stores, SQLCheck("audit", store))
 	return nil
+}
+
+// SQLStore is a store in an SQL database (package sqldb's).
+type SQLStore interface {
+	String() string
+	Ping(context.Context) error
+}
+
+// SQLCheck names a store in SQL for the health report.
+func SQLCheck(keeps string, s SQLStore) gateway.StoreCheck {
+	return gateway.StoreCheck{Keeps: keeps, At: s.String(), Ping: s.Ping}
 }
 
 // OpenAudit opens the audit store spec names (package audit/sqlstore:
 // sqlite:PATH, whose directory it creates, or a postgres:// URL) and an
 // Auditor writing to it, for the gateway's Options.Auditor and
 // Options.AuditStore.
-func OpenAudit(ctx context.Context, spec string, o *audit.Options) (*audit.Auditor, audit.Store, error) {
+func OpenAudit(ctx context.Context, spec string, o *audit.Options) (*audit.Auditor, *auditsql.Store, error) {
 	if path, ok := strings.CutPrefix(spec, "sqlite:"); ok && path != "" {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, nil, err

@@ -219,6 +219,9 @@ func (db *DB) Close() error {
 // String names the database without credentials, for messages.
 func (db *DB) String() string { return db.name }
 
+// Ping reports whether the database answers, within ctx.
+func (db *DB) Ping(ctx context.Context) error { return db.Read.PingContext(ctx) }
+
 // Rebind writes q's ? placeholders as the dialect wants them: $1, $2, ...
 // for PostgreSQL. Write queries with ?, never a literal ? in them.
 func (db *DB) Rebind(q string) string {

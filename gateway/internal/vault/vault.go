@@ -187,6 +187,12 @@ func Open(ctx context.Context, dsn string, keys []Key, opts *Options) (*Vault, e
 // Close closes the database.
 func (v *Vault) Close() error { return v.db.Close() }
 
+// String names the database without credentials.
+func (v *Vault) String() string { return v.db.String() }
+
+// Ping reports whether the database answers, within ctx.
+func (v *Vault) Ping(ctx context.Context) error { return v.db.Ping(ctx) }
+
 // columns lists the columns in the order rows are read and written.
 const columns = "principal, server, issuer, client_id, client_secret, token_url, auth_style, token, key_id, scopes, expiry, status, reason, created_at, updated_at"
 

@@ -116,6 +116,9 @@ func (s *Store) Close() error { return s.db.Close() }
 // String names the store without credentials, for the start-up log.
 func (s *Store) String() string { return s.db.String() }
 
+// Ping reports whether the database answers, within ctx.
+func (s *Store) Ping(ctx context.Context) error { return s.db.Ping(ctx) }
+
 const columns = "id, principal, server, tool, args_digest, effect, reason, args, args_omitted, state, created, expires, decided_by, decided_by_name, decided, used_at"
 
 // micro is t in microseconds, 0 for the zero time.

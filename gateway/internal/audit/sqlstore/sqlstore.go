@@ -80,6 +80,12 @@ func Open(ctx context.Context, spec string, o *Options) (*Store, error) {
 // Close closes the store.
 func (s *Store) Close() error { return s.db.Close() }
 
+// String names the database without credentials.
+func (s *Store) String() string { return s.db.String() }
+
+// Ping reports whether the database answers, within ctx.
+func (s *Store) Ping(ctx context.Context) error { return s.db.Ping(ctx) }
+
 // at is the argument of a time column.
 func (s *Store) at(t time.Time) any {
 	if s.db.Dialect == sqldb.SQLite {

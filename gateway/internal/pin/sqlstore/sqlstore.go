@@ -70,6 +70,12 @@ func Open(ctx context.Context, spec string) (*Store, error) {
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
+// String names the database without credentials.
+func (s *Store) String() string { return s.db.String() }
+
+// Ping reports whether the database answers, within ctx.
+func (s *Store) Ping(ctx context.Context) error { return s.db.Ping(ctx) }
+
 // row is a record as stored.
 type row struct {
 	server, tool        string

@@ -5,12 +5,14 @@ package fleet_test
 import (
 	"context"
 	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/internal/audit"
 	"github.com/preflightmcp/preflight/gateway/internal/testrig/fleet"
 )
@@ -35,18 +37,55 @@ func ask(t *testing.T, c *fleet.Client, path string) map[string]any {
 	return with(manage("delete", path), "inputResponses", accept, "requestState", r.Result["requestState"])
 }
 
+// stores waits until replica rep's health report says of each store in
+// want (what it keeps: where) whether it answers, and returns the report.
+func stores(t *testing.T, rep *fleet.Replica, up bool, want map[string]string) gateway.Health {
+	t.Helper()
+	var h gateway.Health
+	var err error
+	// The report pings the stores at most every 5 s.
+	for deadline := time.Now().Add(bound); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		h, err = rep.Health(ctx)
+		cancel()
+		matched := 0
+		for _, s := range h.Stores {
+			if at, ok := want[s.Keeps]; ok && s.At == at && s.Up == up && (up == (s.Error == "")) {
+				matched++
+			}
+		}
+		if err == nil && matched == len(want) {
+			return h
+		}
+	}
+	t.Fatalf("%s: want stores %v up=%v; health %+v, %v", rep.Name, want, up, h, err)
+	return h
+}
+
 // TestStoresAway stops the fleet's shared stores under it: confirmations
-// fail closed while Redis is away and no nonce is accepted twice across
-// its restart; destructive calls fail closed while PostgreSQL is away,
-// reads go on (audit.onUnavailable: proceed), and the audit records
-// nothing as done that was not done.
+// fail closed while Redis is away, and /healthz says so; no nonce is
+// accepted twice across its restart; destructive calls fail closed while
+// PostgreSQL is away, reads go on (audit.onUnavailable: proceed), and the
+// audit records nothing as done that was not done.
 func TestStoresAway(t *testing.T) {
 	f := fleet.Start(t, nil)
 	files := filepath.Join(f.Dir, "data", "files")
 	c := &fleet.Client{URL: f.URL, Version: fleet.Modern}
+	pg, err := url.Parse(f.PostgresURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	redisAt, pgAt := "redis at "+f.Redis.Addr(), "postgres at "+pg.Host
+	shared := map[string]string{"state": redisAt, "disclosure": redisAt, "page sessions": redisAt,
+		"approvals": pgAt, "audit": pgAt, "pins": pgAt}
 
 	t.Run("Redis restarted", func(t *testing.T) {
-		mkdirs(t, files, "used.txt", "pending.txt", "asked-while-away.txt", "after.txt")
+		mkdirs(t, files, "used.txt", "pending.txt", "asked-while-away.txt", "after.txt", "legacy-while-away.txt")
+		for _, rep := range f.Replicas {
+			if h := stores(t, rep, true, shared); h.Status != "ok" {
+				t.Errorf("%s: status %q with every store up", rep.Name, h.Status)
+			}
+		}
 		used := ask(t, c, "used.txt")
 		if r := call(t, c, "tools/call", used); r.Error != nil || !strings.Contains(r.Text(), "deleted: used.txt") {
 			t.Fatalf("the first answer: %s", r.Raw)
@@ -72,8 +111,35 @@ func TestStoresAway(t *testing.T) {
 		if !exists(t, filepath.Join(files, "pending.txt")) || !exists(t, filepath.Join(files, "asked-while-away.txt")) {
 			t.Fatal("a delete ran with Redis away")
 		}
+		for _, rep := range f.Replicas {
+			h := stores(t, rep, false, map[string]string{"state": redisAt, "disclosure": redisAt, "page sessions": redisAt})
+			for _, s := range h.Stores {
+				if s.Keeps == "state" && !strings.Contains(s.FailsClosed, "single-use confirmations") {
+					t.Errorf("%s: the state store's error does not say confirmations fail closed: %+v", rep.Name, s)
+				}
+			}
+			if h.Status != "degraded" {
+				t.Errorf("%s: status %q with Redis away", rep.Name, h.Status)
+			}
+		}
+		// A 2025-11-25 client is asked within its call, on its session:
+		// the answer is to that question alone, and needs no shared state.
+		legacy := &fleet.Client{URL: f.Replicas[0].URL, Version: fleet.Legacy,
+			OnRequest: func(method string, _ json.RawMessage) any {
+				if method != "elicitation/create" {
+					return nil
+				}
+				return map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}
+			}}
+		if r := call(t, legacy, "tools/call", manage("delete", "legacy-while-away.txt")); r.Error != nil || !strings.Contains(r.Text(), "deleted: legacy-while-away.txt") {
+			t.Errorf("a 2025-11-25 confirmation within the call, with Redis away: %s", r.Raw)
+		}
+		legacy.Close(context.Background())
 
 		f.Redis.Restart(t) // empty: it kept nothing
+		for _, rep := range f.Replicas {
+			stores(t, rep, true, shared)
+		}
 		mkdirs(t, files, "used.txt")
 		for _, rep := range f.Replicas {
 			d := &fleet.Client{URL: rep.URL, Version: fleet.Modern}

@@ -661,6 +661,7 @@ func builtinSetup(ctx context.Context, dir string, reset bool) (*gateway.Options
 		Auditor:    auditor,
 		AuditStore: auditStore,
 		Redactor:   redactor,
+		Stores:     []gateway.StoreCheck{setup.SQLCheck("pins", store), setup.SQLCheck("audit", auditStore)},
 	}, cleanup, nil
 }
 
@@ -699,6 +700,7 @@ func printServing(w io.Writer, base, setup, pins string, h gateway.Health) {
 		}
 	}
 	tw.Flush()
+	printStores(w, h.Stores)
 	fmt.Fprintf(w, "%s, %s, %s served.\n", plural(h.Tools, "tool"), plural(h.Prompts, "prompt"), plural(h.Resources, "resource"))
 	fmt.Fprintf(w, "Point a client at it, for example:\n")
 	fmt.Fprintf(w, "  claude mcp add --transport http preflight %s\n", url)
@@ -706,6 +708,27 @@ func printServing(w io.Writer, base, setup, pins string, h gateway.Health) {
 	if pins != "" {
 		fmt.Fprintf(w, "Tool definitions are pinned; review them with: preflight pins -store %s list\n", quoteArg(pins))
 	}
+}
+
+// printStores writes where the gateway keeps its state, and whether each
+// store answered.
+func printStores(w io.Writer, stores []gateway.StoreHealth) {
+	if len(stores) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "stores:")
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	for _, s := range stores {
+		answer := "up"
+		if !s.Up {
+			answer = "DOWN: " + s.Error
+			if s.FailsClosed != "" {
+				answer += "; failing closed: " + s.FailsClosed
+			}
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", s.Keeps, text.Sanitize(s.At), text.Sanitize(answer))
+	}
+	tw.Flush()
 }
 
 // approvalsPage turns on out-of-band approval (requests kept in the state
@@ -749,10 +772,11 @@ func fleetPage(p *gateway.Page, opts *gateway.Options, addr string, cfg *config.
 		p.Secure = strings.HasPrefix(pageURL, "https:")
 		p.Hosts, _ = pageHosts(addr, pageURL)
 	}
-	sessions, closeSessions, err := setup.PageSessions(cfg)
+	sessions, check, closeSessions, err := setup.PageSessions(cfg)
 	if err != nil {
 		return err
 	}
+	opts.Stores = append(opts.Stores, check)
 	if sessions != nil {
 		p.Sessions = sessions
 		opts.Closers = append(opts.Closers, closeSessions)

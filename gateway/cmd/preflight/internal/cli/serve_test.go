@@ -59,9 +59,16 @@ func TestServeBuiltin(t *testing.T) {
 	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	url, out, stderr, stop := runServe(t, "-http", "127.0.0.1:0", "-data", data)
-	for _, want := range []string{"files    up", "folders  up", "4 tools", "claude mcp add --transport http preflight " + url} {
+	for _, want := range []string{"files    up", "folders  up", "4 tools", "claude mcp add --transport http preflight " + url, "stores:\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// Where the state is kept, and that each store answers.
+	for _, s := range []string{"state +memory", "pins +sqlite " + regexp.QuoteMeta(filepath.Join(data, "pins.db")), "audit +sqlite " + regexp.QuoteMeta(filepath.Join(data, "audit.db")),
+		"approvals +sqlite " + regexp.QuoteMeta(filepath.Join(data, "approvals.db"))} {
+		if !regexp.MustCompile(`(?m)^  ` + s + ` +up$`).MatchString(out) {
+			t.Errorf("output lacks the store %q, up:\n%s", s, out)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(data, "files", "notes.txt")); err != nil {
@@ -108,6 +115,15 @@ func TestServeBuiltin(t *testing.T) {
 	resp.Body.Close()
 	if err != nil || resp.StatusCode != http.StatusOK || h.Status != "ok" || len(h.Upstreams) != 2 || h.Tools != 4 {
 		t.Errorf("health: %d %+v %v", resp.StatusCode, h, err)
+	}
+	keeps := map[string]string{}
+	for _, s := range h.Stores {
+		if s.Up {
+			keeps[s.Keeps] = s.At
+		}
+	}
+	if keeps["state"] != "memory" || keeps["pins"] != "sqlite "+filepath.Join(data, "pins.db") || keeps["audit"] == "" || keeps["approvals"] == "" {
+		t.Errorf("health: stores %+v", h.Stores)
 	}
 
 	if code := stop(); code != exitOK {

@@ -16,6 +16,7 @@ import (
 	"github.com/preflightmcp/preflight/gateway/config"
 	"github.com/preflightmcp/preflight/gateway/internal/approval"
 	approvalsql "github.com/preflightmcp/preflight/gateway/internal/approval/sqlstore"
+	"github.com/preflightmcp/preflight/gateway/internal/setup"
 )
 
 // A gateway's state directory keeps what belongs to it alone and must
@@ -53,6 +54,7 @@ func persistentApprovals(ctx context.Context, opts *gateway.Options, dir string,
 		return fmt.Errorf("the approvals kept in %s: %w", dir, err)
 	}
 	opts.Closers = append(opts.Closers, s.Close)
+	opts.Stores = append(opts.Stores, setup.SQLCheck("approvals", s))
 	opts.Approvals = approval.New(s, &approval.Options{Admins: admins, Logger: logger})
 	return nil
 }
