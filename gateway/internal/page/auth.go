@@ -1,11 +1,13 @@
 package page
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"io"
 	"net/http"
@@ -65,6 +67,21 @@ type TokenLoginOptions struct {
 	// terminal mints them from the key the gateway keeps in its state
 	// directory (preflight login).
 	Key []byte
+	// SharedKeys, when set, are keys every replica of a fleet holds: the
+	// first signs the links NewLink mints (each good once, within
+	// MaxSignedTTL), so that the link one replica prints signs in on any;
+	// each of them verifies a link (the keys of a rotation).
+	SharedKeys [][]byte
+	// Spent records the signed tokens used where every replica sees them,
+	// so that a link signs in once fleet-wide. Nil means in this process.
+	Spent SpentTokens
+}
+
+// SpentTokens records used sign-in tokens, for a fleet.
+type SpentTokens interface {
+	// Spend records the token id as used until it expires, and reports
+	// whether it was not already. An error refuses the sign-in.
+	Spend(ctx context.Context, id string, until time.Time) (first bool, err error)
 }
 
 // TokenLogin is the loopback sign-in: the gateway prints a login link
@@ -102,6 +119,9 @@ func NewTokenLogin(o *TokenLoginOptions) *TokenLogin {
 // (the page's root URL): base/login?token=... It is for the operator's
 // terminal: whoever holds it can sign in once.
 func (l *TokenLogin) NewLink(base string) (string, error) {
+	if len(l.opts.SharedKeys) > 0 {
+		return SignedLink(base, l.opts.SharedKeys[0], MaxSignedTTL)
+	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", errors.New("page address: want an absolute http or https URL")
@@ -132,9 +152,9 @@ func (l *TokenLogin) NewLink(base string) (string, error) {
 }
 
 // valid reports whether token is outstanding; use also spends it.
-func (l *TokenLogin) valid(token string, use bool) bool {
+func (l *TokenLogin) valid(ctx context.Context, token string, use bool) bool {
 	if strings.HasPrefix(token, signedPrefix) {
-		return l.validSigned(token, use)
+		return l.validSigned(ctx, token, use)
 	}
 	if len(token) != tokenLen {
 		return false
@@ -164,7 +184,7 @@ func (l *TokenLogin) Authenticate(w http.ResponseWriter, r *http.Request) (Ident
 			return Identity{}, false
 		}
 		token := r.URL.Query().Get("token")
-		data := loginView{Token: token, Valid: token != "" && l.valid(token, false), Given: token != ""}
+		data := loginView{Token: token, Valid: token != "" && l.valid(r.Context(), token, false), Given: token != ""}
 		status := http.StatusOK
 		if data.Given && !data.Valid {
 			status = http.StatusForbidden
@@ -173,7 +193,7 @@ func (l *TokenLogin) Authenticate(w http.ResponseWriter, r *http.Request) (Ident
 		return Identity{}, false
 	case http.MethodPost:
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-		if err := r.ParseForm(); err != nil || !l.valid(r.PostForm.Get("token"), true) {
+		if err := r.ParseForm(); err != nil || !l.valid(r.Context(), r.PostForm.Get("token"), true) {
 			renderPlain(w, r, http.StatusForbidden, "login", "Sign in", loginView{Given: true})
 			return Identity{}, false
 		}
@@ -249,8 +269,8 @@ func (l *TokenLogin) prove(w http.ResponseWriter, challenge string) {
 
 // validSigned checks a signed token: its MAC under the key, its expiry,
 // and that it was not used; use spends it.
-func (l *TokenLogin) validSigned(token string, use bool) bool {
-	if len(l.opts.Key) == 0 || len(token) != signedTokenLen {
+func (l *TokenLogin) validSigned(ctx context.Context, token string, use bool) bool {
+	if (len(l.opts.Key) == 0 && len(l.opts.SharedKeys) == 0) || len(token) != signedTokenLen {
 		return false
 	}
 	// Strict: one spelling per token (no ignored newlines or trailing
@@ -259,9 +279,16 @@ func (l *TokenLogin) validSigned(token string, use bool) bool {
 	if err != nil || len(b) != signedLen {
 		return false
 	}
-	mac := hmac.New(sha256.New, l.opts.Key)
-	mac.Write(b[:24])
-	if !hmac.Equal(mac.Sum(nil), b[24:]) {
+	signed := false
+	for _, key := range append([][]byte{l.opts.Key}, l.opts.SharedKeys...) {
+		if len(key) == 0 {
+			continue
+		}
+		mac := hmac.New(sha256.New, key)
+		mac.Write(b[:24])
+		signed = signed || hmac.Equal(mac.Sum(nil), b[24:])
+	}
+	if !signed {
 		return false
 	}
 	now := time.Now()
@@ -270,6 +297,10 @@ func (l *TokenLogin) validSigned(token string, use bool) bool {
 		return false
 	}
 	h := sha256.Sum256(b) // the token as decoded
+	if l.opts.Spent != nil && use {
+		first, err := l.opts.Spent.Spend(ctx, hex.EncodeToString(h[:]), exp)
+		return err == nil && first
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, used := l.spent[h]; used {

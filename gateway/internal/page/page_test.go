@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -701,6 +702,59 @@ func TestSignedLink(t *testing.T) {
 			t.Error("an expired signed link signed in")
 		}
 	})
+}
+
+// spentMap is a page.SpentTokens that replicas in a test share.
+type spentMap struct {
+	mu   sync.Mutex
+	used map[string]bool
+	err  error
+}
+
+func (s *spentMap) Spend(_ context.Context, id string, _ time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return false, s.err
+	}
+	first := !s.used[id]
+	s.used[id] = true
+	return first, nil
+}
+
+// TestSharedLoginLinks: replicas with keys of their own and shared keys
+// (requestState's, on a fleet) print links signed with the first shared
+// key, which any replica takes, once fleet-wide; the second shared key (of
+// a rotation) verifies too; a store that cannot record the use refuses.
+func TestSharedLoginLinks(t *testing.T) {
+	t.Parallel()
+	shared := [][]byte{[]byte("the fleet's first key, 32 bytes!"), []byte("the fleet's older key, 32 bytes!")}
+	spent := &spentMap{used: map[string]bool{}}
+	a := page.NewTokenLogin(&page.TokenLoginOptions{Key: []byte("replica a's own key, 32 bytes..."), SharedKeys: shared, Spent: spent})
+	b := page.NewTokenLogin(&page.TokenLoginOptions{Key: []byte("replica b's own key, 32 bytes..."), SharedKeys: shared, Spent: spent})
+	signIn := func(l *page.TokenLogin, link string) bool {
+		u, _ := url.Parse(link)
+		form := url.Values{"token": {u.Query().Get("token")}}
+		req := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		_, ok := l.Authenticate(httptest.NewRecorder(), req)
+		return ok
+	}
+	link, err := a.NewLink("http://lb.example:7780/ui")
+	if err != nil || !strings.HasPrefix(link, "http://lb.example:7780/ui/login?token=s.") {
+		t.Fatalf("a's link %q, %v", link, err)
+	}
+	if !signIn(b, link) || signIn(a, link) || signIn(b, link) {
+		t.Error("a's link must sign in once on the fleet: on b, then neither on a nor b")
+	}
+	older, _ := page.SignedLink("http://lb.example:7780/ui", shared[1], time.Minute)
+	if !signIn(a, older) {
+		t.Error("a link signed with the older shared key was refused")
+	}
+	spent.err = errors.New("redis away")
+	if fresh, _ := b.NewLink("http://lb.example:7780/ui"); signIn(a, fresh) {
+		t.Error("a sign-in whose use could not be recorded was taken")
+	}
 }
 
 // TestPrefix serves the page under a path, links and redirects included.

@@ -3,6 +3,8 @@ package setup
 import (
 	"cmp"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -37,4 +39,17 @@ func PageSessions(cfg *config.Config) (s page.Sessions, check gateway.StoreCheck
 func redisCheck(keeps string, client *redis.Client) gateway.StoreCheck {
 	return gateway.StoreCheck{Keeps: keeps, At: "redis at " + client.Options().Addr,
 		Ping: func(ctx context.Context) error { return client.Ping(ctx).Err() }}
+}
+
+// PageLoginKeys returns the keys that sign the approval page's login links
+// on a fleet, derived from requestState's keys (which every replica
+// holds), the sealing key's first; none without them.
+func PageLoginKeys(cfg *config.Config) [][]byte {
+	var keys [][]byte
+	for _, k := range cfg.RequestState.Keys {
+		mac := hmac.New(sha256.New, k.Secret)
+		mac.Write([]byte("preflight/page-login-links"))
+		keys = append(keys, mac.Sum(nil))
+	}
+	return keys
 }

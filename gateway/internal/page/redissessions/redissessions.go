@@ -11,7 +11,9 @@
 // drops the principal's expired sessions and, past PerPrincipal, its
 // oldest, in one script, so that one principal's sign-ins never grow
 // without bound. Sessions are bounded in time by their expiry and in
-// number by PerPrincipal per principal who can sign in.
+// number by PerPrincipal per principal who can sign in. The signed sign-in
+// tokens used are kept too ([Store.Spend]), so that a login link signs in
+// once on the whole fleet.
 package redissessions
 
 import (
@@ -138,6 +140,21 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		return fmt.Errorf("page sessions: %w", err)
 	}
 	return nil
+}
+
+// Spend implements page.SpentTokens: a sign-in token used on any replica
+// is refused on every other until it expires (one SET NX, key Prefix +
+// "{page}t:" + id).
+func (s *Store) Spend(ctx context.Context, id string, until time.Time) (bool, error) {
+	ttl := time.Until(until)
+	if ttl <= 0 {
+		return false, nil
+	}
+	first, err := s.client.SetNX(ctx, s.prefix+"{page}t:"+id, 1, ttl.Round(time.Millisecond)+time.Millisecond).Result()
+	if err != nil {
+		return false, fmt.Errorf("page sign-in tokens: %w", err)
+	}
+	return first, nil
 }
 
 func (s *Store) sessionKey(key string) string { return s.prefix + "{page}s:" + key }

@@ -89,3 +89,21 @@ func TestBoundedPerPrincipal(t *testing.T) {
 		}
 	}
 }
+
+// TestSpendOnceAcrossReplicas: a sign-in token used on one replica is
+// refused on the other, and an expired one is never taken.
+func TestSpendOnceAcrossReplicas(t *testing.T) {
+	ctx := context.Background()
+	a, b := replicas(t, 0)
+	var _ page.SpentTokens = a
+	until := time.Now().Add(time.Hour)
+	if first, err := a.Spend(ctx, "t1", until); err != nil || !first {
+		t.Fatalf("the first use: %v, %v", first, err)
+	}
+	if first, err := b.Spend(ctx, "t1", until); err != nil || first {
+		t.Errorf("the same token on the other replica: %v, %v", first, err)
+	}
+	if first, err := b.Spend(ctx, "t2", time.Now().Add(-time.Second)); err != nil || first {
+		t.Errorf("an expired token: %v, %v", first, err)
+	}
+}

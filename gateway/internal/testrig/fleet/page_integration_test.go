@@ -67,9 +67,10 @@ func TestPageApproval(t *testing.T) {
 		t.Errorf("%s gave the client the approval link %s, want one under approvals.pageUrl %s", b.Name, asked.URL, f.PageURL)
 	}
 
-	// The page through HAProxy, signed in with the link replica A printed.
-	// The link's one-time token is A's, so the sign-in itself is sent to
-	// A (addressed to HAProxy's host, as through HAProxy); every request
+	// The page through HAProxy, signed in with the link replica A printed:
+	// it is signed with the key the replicas derive from requestState's,
+	// so B signs in with it (addressed to HAProxy's host, as through
+	// HAProxy), once for the whole fleet: A then refuses it. Every request
 	// after it goes through HAProxy, to both replicas.
 	link, token, err := a.LoginLink()
 	if err != nil {
@@ -104,11 +105,27 @@ func TestPageApproval(t *testing.T) {
 		out, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		return resp.StatusCode, string(out), resp.Header.Get("X-Preflight-Replica")
 	}
-	if st, body, _ := do(http.MethodGet, aBase+"/ui/login?token="+neturl.QueryEscape(token), nil); st != http.StatusOK || !strings.Contains(body, `id="signin"`) {
-		t.Fatalf("login link: %d\n%s", st, body)
+	bBase := strings.TrimSuffix(b.URL, "/mcp")
+	for range 2 {
+		if st, body, replica := do(http.MethodGet, base+"/ui/login?token="+neturl.QueryEscape(token), nil); st != http.StatusOK || !strings.Contains(body, `id="signin"`) {
+			t.Fatalf("%s's login link through HAProxy (%s): %d\n%s", a.Name, replica, st, body)
+		}
 	}
-	if st, _, _ := do(http.MethodPost, aBase+"/ui/login", neturl.Values{"token": {token}}); st != http.StatusSeeOther {
-		t.Fatalf("sign in: %d", st)
+	if st, _, _ := do(http.MethodPost, bBase+"/ui/login", neturl.Values{"token": {token}}); st != http.StatusSeeOther {
+		t.Fatalf("sign in on %s with %s's link: %d", b.Name, a.Name, st)
+	}
+	replay, _ := http.NewRequestWithContext(ctx, http.MethodPost, aBase+"/ui/login", strings.NewReader(neturl.Values{"token": {token}}.Encode()))
+	replay.Host = lbHost
+	replay.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	replay.Header.Set("Origin", base)
+	replay.Header.Set("Sec-Fetch-Site", "same-origin")
+	resp, err := http.DefaultTransport.RoundTrip(replay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("%s's link used on %s, then again on %s: %d, want 403", a.Name, b.Name, a.Name, resp.StatusCode)
 	}
 	var page string
 	servedBy := map[string]bool{}
@@ -156,7 +173,7 @@ func TestPageApproval(t *testing.T) {
 	if st, body, replica := do(http.MethodPost, base+"/ui/logout", neturl.Values{"csrf": {m[1]}}); st != http.StatusOK {
 		t.Fatalf("sign out through HAProxy (%s): %d\n%s", replica, st, body)
 	}
-	for _, u := range []string{aBase, strings.TrimSuffix(b.URL, "/mcp")} {
+	for _, u := range []string{aBase, bBase} {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u+"/ui/approvals", nil)
 		req.Host = lbHost
 		for _, c := range cookies {

@@ -747,14 +747,16 @@ func approvalsPage(ctx context.Context, opts *gateway.Options, logger *slog.Logg
 			return nil, err
 		}
 	}
-	login, err := linkLogin(state)
+	p := &gateway.Page{}
+	sessions, err := fleetPage(p, opts, addr, cfg)
 	if err != nil {
 		return nil, err
 	}
-	p := &gateway.Page{Login: login}
-	if err := fleetPage(p, opts, addr, cfg); err != nil {
+	login, err := linkLogin(state, cfg, sessions)
+	if err != nil {
 		return nil, err
 	}
+	p.Login = login
 	opts.Page = p
 	return login, nil
 }
@@ -762,10 +764,10 @@ func approvalsPage(ctx context.Context, opts *gateway.Options, logger *slog.Logg
 // fleetPage applies what the configuration says of the page's place in a
 // fleet: approvals.pageUrl (the address people and clients' links reach,
 // such as the load balancer's, and the host names the page answers) and
-// the shared sessions of redis.url.
-func fleetPage(p *gateway.Page, opts *gateway.Options, addr string, cfg *config.Config) error {
+// the shared sessions of redis.url, which it returns (nil in process).
+func fleetPage(p *gateway.Page, opts *gateway.Options, addr string, cfg *config.Config) (page.Sessions, error) {
 	if cfg == nil {
-		return nil
+		return nil, nil
 	}
 	if pageURL := cfg.Approvals.PageURL; pageURL != "" {
 		p.URL = strings.TrimRight(pageURL, "/")
@@ -774,24 +776,33 @@ func fleetPage(p *gateway.Page, opts *gateway.Options, addr string, cfg *config.
 	}
 	sessions, check, closeSessions, err := setup.PageSessions(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	opts.Stores = append(opts.Stores, check)
 	if sessions != nil {
 		p.Sessions = sessions
 		opts.Closers = append(opts.Closers, closeSessions)
 	}
-	return nil
+	return sessions, nil
 }
 
 // linkLogin is the loopback sign-in by one-time link: the links serve
 // prints, and those `preflight login` mints with the state directory's key.
-func linkLogin(state string) (*page.TokenLogin, error) {
+// On a fleet (requestState's keys, and sessions that record used tokens
+// where every replica sees them) the printed link is signed with a key
+// the replicas derive from requestState's, so it signs in once on any.
+func linkLogin(state string, cfg *config.Config, sessions page.Sessions) (*page.TokenLogin, error) {
 	key, err := loginKey(state)
 	if err != nil {
 		return nil, fmt.Errorf("the key of login links: %w", err)
 	}
-	return page.NewTokenLogin(&page.TokenLoginOptions{Key: key}), nil
+	o := &page.TokenLoginOptions{Key: key}
+	if spent, ok := sessions.(page.SpentTokens); ok && cfg != nil {
+		if shared := setup.PageLoginKeys(cfg); len(shared) > 0 {
+			o.SharedKeys, o.Spent = shared, spent
+		}
+	}
+	return page.NewTokenLogin(o), nil
 }
 
 // signInPage turns on out-of-band approval (requests kept in the state
@@ -818,10 +829,18 @@ func signInPage(ctx context.Context, opts *gateway.Options, logger *slog.Logger,
 			return nil, err
 		}
 	}
+	hosts, wildcard := pageHosts(addr, pageURL)
+	if wildcard && pageURL == "" {
+		logger.Warn("the approval page answers only loopback host names and the listen address: set approvals.pageUrl to the address people open", "listen", addr)
+	}
+	p := &gateway.Page{Hosts: hosts}
+	sessions, err := fleetPage(p, opts, addr, cfg)
+	if err != nil {
+		return nil, err
+	}
 	var link *page.TokenLogin
 	if loopback {
-		var err error
-		if link, err = linkLogin(state); err != nil {
+		if link, err = linkLogin(state, cfg, sessions); err != nil {
 			return nil, err
 		}
 	}
@@ -836,14 +855,7 @@ func signInPage(ctx context.Context, opts *gateway.Options, logger *slog.Logger,
 			return page.Identity{Principal: p.Name, Admin: slices.Contains(admins, p.Name)}, nil
 		},
 	})
-	hosts, wildcard := pageHosts(addr, pageURL)
-	if wildcard && pageURL == "" {
-		logger.Warn("the approval page answers only loopback host names and the listen address: set approvals.pageUrl to the address people open", "listen", addr)
-	}
-	p := &gateway.Page{Login: login, Hosts: hosts}
-	if err := fleetPage(p, opts, addr, cfg); err != nil {
-		return nil, err
-	}
+	p.Login = login
 	opts.Page = p
 	return link, nil
 }
