@@ -353,7 +353,8 @@ func (c *serveCmd) serve(ctx context.Context, env *env, g *gateway.Gateway, logg
 	_ = g.WaitReady(wctx) // a late upstream shows as such below
 	wcancel()
 	if s.stdio {
-		logger.Info("serving over stdio", "setup", s.setup, "tools", g.Health().Tools)
+		h := g.Health()
+		logger.Info("serving over stdio", "setup", s.setup, "tools", h.Tools, "stores", h.Stores)
 		if s.httpMCP {
 			logger.Info("serving streamable HTTP", "url", base+gateway.MCPPath)
 		}

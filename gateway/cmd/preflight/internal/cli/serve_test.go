@@ -411,6 +411,9 @@ func TestServeStdioDesktop(t *testing.T) {
 			if !strings.Contains(log, `"login":"http://127.0.0.1:`) || !strings.Contains(log, `"page":"http://127.0.0.1:`) {
 				t.Errorf("the log does not say where to approve:\n%s", log)
 			}
+			if !strings.Contains(log, `"stores":[{"keeps":"state","at":"memory","up":true}`) || !strings.Contains(log, `{"keeps":"approvals","at":"sqlite `) {
+				t.Errorf("the log does not say where the state is kept:\n%s", log)
+			}
 		})
 	}
 }
