@@ -215,7 +215,10 @@ func checkStamp(bin, commit string) error {
 // machine's paths or a build id, at baseline CPU levels, with the commit
 // the go command stamps and the release version.
 func compile(ctx context.Context, src string, t Target, version, out string) error {
-	env := []string{"GOWORK=off", "GOFLAGS=", "CGO_ENABLED=0", "GOOS=" + t.OS, "GOARCH=" + t.Arch,
+	// GOENV=off: the empty GOFLAGS and GOEXPERIMENT then override what
+	// `go env -w` set on this machine (tags, -toolexec, an overlay, an
+	// experiment), which would otherwise go into the binaries unseen.
+	env := []string{"GOENV=off", "GOWORK=off", "GOFLAGS=", "CGO_ENABLED=0", "GOOS=" + t.OS, "GOARCH=" + t.Arch,
 		"GOAMD64=v1", "GOARM64=v8.0", "GOEXPERIMENT="}
 	_, err := run(ctx, filepath.Join(src, "gateway"), env, "go", "build", "-trimpath", "-buildvcs=true",
 		"-ldflags=-s -w -buildid= -X "+VersionVar+"="+version, "-o", out, "./cmd/preflight")

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -79,6 +80,9 @@ type Built struct {
 	Created time.Time
 }
 
+// tagRE is an OCI tag.
+var tagRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`)
+
 // Tag is the image's tag: the version without its leading v, as the chart's
 // appVersion writes it.
 func (b *Built) Tag() string { return strings.TrimPrefix(b.Version, "v") }
@@ -88,6 +92,9 @@ func (b *Built) Ref() string { return Repository + ":" + b.Tag() }
 
 // Build builds the image of opts.Commit for every platform.
 func Build(ctx context.Context, opts Options) (*Built, error) {
+	if v := opts.Version; v != "" && !tagRE.MatchString(strings.TrimPrefix(v, "v")) {
+		return nil, fmt.Errorf("version %q: without its v it is the image's tag, which allows letters, digits, '.', '_' and '-' (not '+'), at most 128", v)
+	}
 	repo := opts.Repo
 	if repo == "" {
 		repo = "."
@@ -243,8 +250,10 @@ func compile(ctx context.Context, src string, p v1.Platform, version, out string
 	}
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=true", ldflags, "-o", out, "./cmd/preflight")
 	cmd.Dir = filepath.Join(src, "gateway")
+	// GOENV=off: the empty GOFLAGS and GOEXPERIMENT then override what
+	// `go env -w` set on this machine, as in scripts/release's build.
 	cmd.Env = append(os.Environ(),
-		"GOWORK=off", "GOFLAGS=", "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture,
+		"GOENV=off", "GOWORK=off", "GOFLAGS=", "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture,
 		"GOAMD64=v1", "GOARM64=v8.0", "GOEXPERIMENT=")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

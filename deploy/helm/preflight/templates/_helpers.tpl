@@ -118,6 +118,9 @@ would render objects the gateway cannot start with.
 {{- fail "requestState.enabled: the config must name the keys: add requestState: {keysEnv: PREFLIGHT_REQUEST_STATE_KEYS} to config" }}
 {{- end }}
 {{- end }}
+{{- if and .Values.data.existingClaim (include "preflight.replicated" .) }}
+{{- fail "data.existingClaim: with more than one replica (or autoscaling) every pod would mount the one claim: keep state in PostgreSQL and Redis and leave data.existingClaim out, or run one replica" }}
+{{- end }}
 {{- if include "preflight.replicated" . }}
 {{- $disclosure := default dict $config.disclosure }}
 {{- $disclosed := $disclosure.enabled }}

@@ -126,13 +126,20 @@ func buildImage() (string, error) {
 			return "", err
 		}
 	}
+	forgetOld(images, dir)
+	return archive, nil
+}
+
+// forgetOld removes from images the images of other commits, and builds a
+// killed run left, once they are a day old: a test of another work tree
+// (another HEAD) may be loading one now.
+func forgetOld(images, keep string) {
 	old, _ := filepath.Glob(filepath.Join(images, "*"))
 	for _, o := range old {
-		if o != dir && !strings.HasPrefix(filepath.Base(o), "build-") {
+		if fi, err := os.Stat(o); o != keep && err == nil && time.Since(fi.ModTime()) > 24*time.Hour {
 			os.RemoveAll(o)
 		}
 	}
-	return archive, nil
 }
 
 // repoRoot is the repository's root: the directory above the gateway
