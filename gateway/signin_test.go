@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"html"
 	"io"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -77,33 +76,15 @@ func startOAuthGateway(t *testing.T, r *oauthRig, store signin.Store, client str
 			}
 			return page.Identity{Principal: p.Name}, nil
 		}})
-	g, err := gateway.New(&gateway.Options{
-		Logger:    testLogger(t),
+	// Nobody has connected the upstream yet: it waits for somebody, and
+	// startGateway does not wait for it.
+	g, mcpURL := startGateway(t, &gateway.Options{
 		Upstreams: []gateway.UpstreamSpec{{Name: "whoami", URL: r.res.URL, OAuth: o}},
 		Page:      &gateway.Page{Login: login},
 		Auth:      r.auth,
 		Vault:     store,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.Start()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- g.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("gateway Serve: %v", err)
-		}
-		g.Close()
-	})
-	og := &oauthGateway{g: g, base: "http://" + ln.Addr().String()}
-	og.mcp = og.base + gateway.MCPPath
+	og := &oauthGateway{g: g, base: strings.TrimSuffix(mcpURL, gateway.MCPPath), mcp: mcpURL}
 	// Serve sets the page's URL before it serves: once /healthz answers,
 	// it is set.
 	if resp, err := http.Get(og.base + gateway.HealthPath); err != nil {

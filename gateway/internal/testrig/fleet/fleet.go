@@ -39,6 +39,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/preflightmcp/preflight/gateway"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/gobuild"
 	"github.com/preflightmcp/preflight/gateway/internal/testrig/pgtest"
 	"github.com/preflightmcp/preflight/gateway/internal/testrig/redistest"
 	"github.com/preflightmcp/preflight/internal/freeport"
@@ -136,27 +137,10 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-// repoRoot is the repository's root: the directory above the gateway
-// module's.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "gateway", "go.mod")); err == nil {
-			return d, nil
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("no repository above %s", dir)
-		}
-	}
-}
-
 // build builds preflight and the example servers once per test binary.
 func build() (string, error) {
 	buildOnce.Do(func() {
-		root, err := repoRoot()
+		root, err := gobuild.Root()
 		if err != nil {
 			buildErr = err
 			return
@@ -259,7 +243,7 @@ func Start(t testing.TB, o *Options) *Fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, err := repoRoot()
+	root, err := gobuild.Root()
 	if err != nil {
 		t.Fatal(err)
 	}

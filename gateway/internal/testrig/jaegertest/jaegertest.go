@@ -10,16 +10,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,27 +35,19 @@ const (
 	startTimeout = 2 * time.Minute
 )
 
-var (
-	buildOnce sync.Once
-	binary    string
-	buildErr  error
-)
+var program gobuild.Program
 
 // Binary returns the path of the jaeger binary, building it into the
 // user's cache directory the first time.
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() { binary, buildErr = build() })
-	if buildErr != nil {
-		t.Fatalf("jaegertest: %v", buildErr)
-	}
-	return binary
+	return program.Path(t, build)
 }
 
 // build returns the binary of the pinned version in the cache directory
 // (where scripts/test puts it too), building it if it is not there.
 func build() (string, error) {
-	mod, err := tracingModule()
+	mod, err := gobuild.Module("tracing")
 	if err != nil {
 		return "", err
 	}
@@ -83,20 +72,6 @@ func pinned(dir string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s/go.mod does not require %s", dir, module)
-}
-
-// tracingModule returns the folder of the tracing module (the
-// repository's tracing/, found from this file's).
-func tracingModule() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("cannot find the tracing module")
-	}
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "tracing")
-	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
-		return "", fmt.Errorf("the tracing module: %w", err)
-	}
-	return dir, nil
 }
 
 // Jaeger is a running Jaeger.

@@ -3,12 +3,14 @@ package jaegertest
 import (
 	"strings"
 	"testing"
+
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/gobuild"
 )
 
 // TestPinned reads the tracing module's pin of Jaeger: a v1.x version of
 // the module, the tags that ship the v2 binary.
 func TestPinned(t *testing.T) {
-	dir, err := tracingModule()
+	dir, err := gobuild.Module("tracing")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -22,27 +20,19 @@ import (
 // dependencies).
 const buildTimeout = 10 * time.Minute
 
-var (
-	buildOnce sync.Once
-	binary    string
-	buildErr  error
-)
+var program gobuild.Program
 
 // Binary returns the path of the authorization server's program, building
 // it into the user's cache directory the first time its sources are seen.
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() { binary, buildErr = build() })
-	if buildErr != nil {
-		t.Fatalf("oauthas: %v", buildErr)
-	}
-	return binary
+	return program.Path(t, build)
 }
 
 // build returns the program built from the module's sources as they are,
 // in the cache directory under their hash.
 func build() (string, error) {
-	mod, err := moduleDir()
+	mod, err := gobuild.Module("oauthas")
 	if err != nil {
 		return "", err
 	}
@@ -82,20 +72,6 @@ func sourceHash(dir string) (string, error) {
 		h.Write(b)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
-}
-
-// moduleDir returns the folder of the oauthas module (the repository's
-// oauthas/, found from this file's).
-func moduleDir() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("cannot find the oauthas module")
-	}
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "oauthas")
-	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
-		return "", fmt.Errorf("the oauthas module: %w", err)
-	}
-	return dir, nil
 }
 
 // output keeps the first maxOutput bytes a process writes, and passes on

@@ -26,6 +26,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/preflightmcp/preflight/gateway"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/gobuild"
 )
 
 // Bounds, not synchronisation.
@@ -86,7 +87,7 @@ func Image(t testing.TB) string {
 }
 
 func buildImage() (string, error) {
-	root, err := repoRoot()
+	root, err := gobuild.Root()
 	if err != nil {
 		return "", err
 	}
@@ -138,23 +139,6 @@ func forgetOld(images, keep string) {
 	for _, o := range old {
 		if fi, err := os.Stat(o); o != keep && err == nil && time.Since(fi.ModTime()) > 24*time.Hour {
 			os.RemoveAll(o)
-		}
-	}
-}
-
-// repoRoot is the repository's root: the directory above the gateway
-// module's.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "release", "go.mod")); err == nil {
-			return d, nil
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("no repository above %s", dir)
 		}
 	}
 }

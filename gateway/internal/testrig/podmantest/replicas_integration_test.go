@@ -17,6 +17,7 @@ import (
 
 	"github.com/preflightmcp/preflight/gateway"
 	"github.com/preflightmcp/preflight/gateway/internal/testrig/fleet"
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/gobuild"
 	"github.com/preflightmcp/preflight/gateway/internal/testrig/pgtest"
 	"github.com/preflightmcp/preflight/gateway/internal/testrig/redistest"
 	"github.com/preflightmcp/preflight/internal/freeport"
@@ -32,7 +33,7 @@ func TestReplicas(t *testing.T) {
 	rs := redistest.Start(t, nil)
 	pg := pgtest.Start(t)
 	up := startNotes(t)
-	root, err := repoRoot()
+	root, err := gobuild.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
