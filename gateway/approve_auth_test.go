@@ -55,7 +55,7 @@ func callDelete(t *testing.T, cs *mcp.ClientSession, path string) (string, bool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return text(t, res), res.IsError
+	return contentText(t, res), res.IsError
 }
 
 // staticTokens returns an authenticator of static tokens for principals,

@@ -385,7 +385,7 @@ func TestApprovalURLElicitationLegacy(t *testing.T) {
 	}
 	cs := connect(t, ag.url, legacy, nil, opts)
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "manage_files", Arguments: deleteNotes["arguments"]})
-	if err != nil || res.IsError || !strings.Contains(text(t, res), "deleted: notes.txt") {
+	if err != nil || res.IsError || !strings.Contains(contentText(t, res), "deleted: notes.txt") {
 		t.Fatalf("the call approved mid-call: %v %+v", err, res)
 	}
 	if ag.up.exists("notes.txt") || ag.up.toolCalls() != 1 {
@@ -402,7 +402,7 @@ func TestApprovalURLElicitationLegacy(t *testing.T) {
 		t.Errorf("elicitation complete for %q, want %q", got, id)
 	}
 	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "manage_files", Arguments: map[string]any{"action": "delete", "path": "full/inner/x.txt"}})
-	if err != nil || !res.IsError || !strings.Contains(text(t, res), "declined") || !ag.up.exists("full/inner/x.txt") || ag.up.toolCalls() != 1 {
+	if err != nil || !res.IsError || !strings.Contains(contentText(t, res), "declined") || !ag.up.exists("full/inner/x.txt") || ag.up.toolCalls() != 1 {
 		t.Errorf("a declined call: %v %+v", err, res)
 	}
 }

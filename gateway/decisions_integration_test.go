@@ -75,12 +75,12 @@ func TestConfirmReferenceServer(t *testing.T) {
 			}
 			return res
 		}
-		if res := call(); !res.IsError || !strings.Contains(text(t, res), "declined") || content() != "original" {
-			t.Fatalf("declined: %s (file: %q)", text(t, res), content())
+		if res := call(); !res.IsError || !strings.Contains(contentText(t, res), "declined") || content() != "original" {
+			t.Fatalf("declined: %s (file: %q)", contentText(t, res), content())
 		}
 		a.set("accept")
 		if res := call(); res.IsError || content() != "legacy" {
-			t.Fatalf("accepted: %s (file: %q)", text(t, res), content())
+			t.Fatalf("accepted: %s (file: %q)", contentText(t, res), content())
 		}
 	})
 }

@@ -274,8 +274,8 @@ func confirmLegacyMidCall(t *testing.T, upEra string) {
 	} {
 		a.set(c.action)
 		res := call()
-		if !res.IsError || !strings.Contains(text(t, res), c.want) || c.action != "fail" && !strings.Contains(text(t, res), "upstream was not contacted") {
-			t.Errorf("%s: %s", c.action, text(t, res))
+		if !res.IsError || !strings.Contains(contentText(t, res), c.want) || c.action != "fail" && !strings.Contains(contentText(t, res), "upstream was not contacted") {
+			t.Errorf("%s: %s", c.action, contentText(t, res))
 		}
 		if !exists(t, notes) {
 			t.Fatalf("%s: notes.txt is gone", c.action)
@@ -284,7 +284,7 @@ func confirmLegacyMidCall(t *testing.T, upEra string) {
 	close(a.release)
 	a.set("accept")
 	if res := call(); res.IsError {
-		t.Fatalf("accepted: %s", text(t, res))
+		t.Fatalf("accepted: %s", contentText(t, res))
 	}
 	if exists(t, notes) {
 		t.Error("notes.txt still exists after the accepted call")

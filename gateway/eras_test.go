@@ -127,7 +127,8 @@ func connect(t testing.TB, url, version string, a *answers, opts *mcp.ClientOpti
 	return cs
 }
 
-func text(t testing.TB, res *mcp.CallToolResult) string {
+// contentText joins the text contents of a tool result.
+func contentText(t testing.TB, res *mcp.CallToolResult) string {
 	t.Helper()
 	var b strings.Builder
 	for _, c := range res.Content {
@@ -174,7 +175,7 @@ func TestEras(t *testing.T) {
 				}
 
 				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "files__manage_files", Arguments: map[string]any{"path": "notes.txt", "action": "read"}})
-				if err != nil || res.IsError || text(t, res) != "hello from the files upstream\n" {
+				if err != nil || res.IsError || contentText(t, res) != "hello from the files upstream\n" {
 					t.Fatalf("manage_files read: %v %v", res, err)
 				}
 
@@ -191,7 +192,7 @@ func TestEras(t *testing.T) {
 				}
 
 				res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "folders__delete_folder", Arguments: map[string]any{"path": "full"}})
-				if err != nil || text(t, res) != "deleted: full" {
+				if err != nil || contentText(t, res) != "deleted: full" {
 					t.Fatalf("delete_folder full: %v %v", res, err)
 				}
 				if _, err := os.Stat(filepath.Join(dir, "full")); !os.IsNotExist(err) {
@@ -201,12 +202,12 @@ func TestEras(t *testing.T) {
 				if err != nil || res.IsError {
 					msg := ""
 					if res != nil {
-						msg = text(t, res)
+						msg = contentText(t, res)
 					}
 					t.Fatalf("rename_folder old: %v %q", err, msg)
 				}
 				if _, err := os.Stat(filepath.Join(dir, "renamed", "x.txt")); err != nil {
-					t.Errorf("old/ was not renamed: %v (%s)", err, text(t, res))
+					t.Errorf("old/ was not renamed: %v (%s)", err, contentText(t, res))
 				}
 				if got := a.messages(); len(got) != 3 || !strings.HasPrefix(got[0], "Delete full and the 2 entries") || !strings.HasPrefix(got[1], "New name for old") {
 					t.Errorf("questions asked: %q", got)

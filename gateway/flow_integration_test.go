@@ -91,7 +91,7 @@ func callText(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]
 	if err != nil {
 		t.Fatalf("%s: %v", tool, err)
 	}
-	return text(t, res), res.IsError
+	return contentText(t, res), res.IsError
 }
 
 // flowGateway starts the gateway in front of the npm filesystem server

@@ -128,9 +128,9 @@ func TestReferenceServers(t *testing.T) {
 					t.Fatalf("%s: %v", name, err)
 				}
 				if res.IsError {
-					t.Fatalf("%s: tool error %s", name, text(t, res))
+					t.Fatalf("%s: tool error %s", name, contentText(t, res))
 				}
-				return text(t, res)
+				return contentText(t, res)
 			}
 			path := filepath.Join(files, era+".txt")
 			call("filesystem__write_file", map[string]any{"path": path, "content": "written through the gateway"}, nil)

@@ -308,7 +308,7 @@ func TestGracefulShutdown(t *testing.T) {
 			result <- err.Error()
 			return
 		}
-		result <- text(t, res)
+		result <- contentText(t, res)
 	}()
 	<-b.entered
 	stop()
@@ -394,7 +394,7 @@ func TestStdioClient(t *testing.T) {
 			t.Errorf("negotiated %s, want %s", got, version)
 		}
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "manage_files", Arguments: map[string]any{"path": "notes.txt", "action": "read"}})
-		if err != nil || text(t, res) != "hello from the files upstream\n" {
+		if err != nil || contentText(t, res) != "hello from the files upstream\n" {
 			t.Errorf("%s over stdio: %v %v", version, res, err)
 		}
 		cs.Close()

@@ -68,7 +68,7 @@ func TestReloadUpstreams(t *testing.T) {
 		if err != nil || res.IsError {
 			t.Fatalf("%s: %v %v", name, res, err)
 		}
-		return text(t, res)
+		return contentText(t, res)
 	}
 	keepPid, changePid := hello("keep__hello"), hello("change__hello")
 	drainSignals(changes)
@@ -88,7 +88,7 @@ func TestReloadUpstreams(t *testing.T) {
 		t.Errorf("the upstream whose arguments changed was not replaced: pid %s", pid)
 	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "files__manage_files", Arguments: map[string]any{"path": "notes.txt", "action": "read"}})
-	if err != nil || res.IsError || !strings.Contains(text(t, res), "hello from the files upstream") {
+	if err != nil || res.IsError || !strings.Contains(contentText(t, res), "hello from the files upstream") {
 		t.Errorf("the added upstream's tool: %v %v", res, err)
 	}
 	var names []string
@@ -180,7 +180,7 @@ func TestReloadRemoveInFlight(t *testing.T) {
 			}
 			close(release)
 			o := <-done
-			if o.err != nil || o.res.IsError || text(t, o.res) != "done" {
+			if o.err != nil || o.res.IsError || contentText(t, o.res) != "done" {
 				t.Errorf("the call in flight: %v %v", o.res, o.err)
 			}
 			within(t, ended, "the removed upstream's session to close")
@@ -233,7 +233,7 @@ func TestReloadRules(t *testing.T) {
 		if err != nil || res.IsError {
 			t.Fatalf("hello: %v %v", res, err)
 		}
-		return text(t, res), lastCall(rec, "hello")
+		return contentText(t, res), lastCall(rec, "hello")
 	}
 	pid1, r := call()
 	if !strings.Contains(r, "source=rules readOnly=true destructive=false") {
@@ -306,9 +306,9 @@ func TestReloadDisclosure(t *testing.T) {
 			return "", strings.Contains(err.Error(), "TOOL_DESCRIPTION_REQUIRED")
 		}
 		if res.IsError {
-			return "", strings.Contains(text(t, res), "TOOL_DESCRIPTION_REQUIRED") || strings.Contains(text(t, res), "tool_descriptions")
+			return "", strings.Contains(contentText(t, res), "TOOL_DESCRIPTION_REQUIRED") || strings.Contains(contentText(t, res), "tool_descriptions")
 		}
-		return text(t, res), false
+		return contentText(t, res), false
 	}
 	if _, gated := call("a__hello"); !gated {
 		t.Error("a's tool is not gated before the reload")

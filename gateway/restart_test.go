@@ -168,7 +168,7 @@ func TestUpstreamRestart(t *testing.T) {
 		if err != nil || res.IsError {
 			t.Fatalf("hello: %v %v", res, err)
 		}
-		return text(t, res)
+		return contentText(t, res)
 	}
 	pid1 := hello()
 	if !rec.find("upstream stderr line=child started pid " + pid1) {

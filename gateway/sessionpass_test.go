@@ -104,7 +104,7 @@ func TestLegacySessionPassthrough(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chatty", Arguments: map[string]any{}})
-	if err != nil || res.IsError || text(t, res) != "said" {
+	if err != nil || res.IsError || contentText(t, res) != "said" {
 		t.Fatalf("chatty: %v %v", res, err)
 	}
 	if id := rec.last(); !strings.HasPrefix(id, `"preflight-call-`) {

@@ -94,7 +94,7 @@ func TestSessionIsItsOpeners(t *testing.T) {
 
 	close(release)
 	r := <-called
-	if r.err != nil || r.res.IsError || text(t, r.res) != "held to the end" {
+	if r.err != nil || r.res.IsError || contentText(t, r.res) != "held to the end" {
 		t.Fatalf("alice's call after bob's attempts: %+v %v", r.res, r.err)
 	}
 	if _, err := alice.ListTools(t.Context(), nil); err != nil {

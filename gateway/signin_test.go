@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/preflightmcp/preflight/gateway/internal/text"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/preflightmcp/preflight/gateway"
@@ -139,7 +141,7 @@ func (p *person) signIn(t *testing.T, og *oauthGateway) {
 	t.Helper()
 	status, body := p.send(t, http.MethodPost, og.base+"/ui/login", url.Values{"credential": {p.token}})
 	if status != http.StatusOK || strings.Contains(body, `name="credential"`) {
-		t.Fatalf("%s signing in to the page: %d\n%s", p.name, status, clip(body))
+		t.Fatalf("%s signing in to the page: %d\n%s", p.name, status, text.Clip(body, 3000))
 	}
 }
 
@@ -149,7 +151,7 @@ func (p *person) connect(t *testing.T, link string) {
 	t.Helper()
 	status, body := p.send(t, http.MethodGet, link, nil)
 	if status != http.StatusOK || !strings.Contains(body, `id="connected"`) {
-		t.Fatalf("%s connecting: %d\n%s", p.name, status, clip(body))
+		t.Fatalf("%s connecting: %d\n%s", p.name, status, text.Clip(body, 3000))
 	}
 }
 
@@ -158,7 +160,7 @@ func (p *person) connections(t *testing.T, og *oauthGateway) string {
 	t.Helper()
 	status, body := p.send(t, http.MethodGet, og.base+"/ui/connections", nil)
 	if status != http.StatusOK {
-		t.Fatalf("%s's connections: %d\n%s", p.name, status, clip(body))
+		t.Fatalf("%s's connections: %d\n%s", p.name, status, text.Clip(body, 3000))
 	}
 	return body
 }
@@ -172,7 +174,7 @@ func (p *person) disconnect(t *testing.T, og *oauthGateway, server string) {
 	}
 	status, body := p.send(t, http.MethodPost, og.base+"/ui/connections/"+server+"/disconnect", url.Values{"csrf": {html.UnescapeString(m[1])}})
 	if status != http.StatusOK {
-		t.Fatalf("%s disconnecting: %d\n%s", p.name, status, clip(body))
+		t.Fatalf("%s disconnecting: %d\n%s", p.name, status, text.Clip(body, 3000))
 	}
 }
 
@@ -199,13 +201,6 @@ func (p *person) send(t *testing.T, method, u string, form url.Values) (int, str
 		t.Fatal(err)
 	}
 	return resp.StatusCode, string(data)
-}
-
-func clip(s string) string {
-	if len(s) > 3000 {
-		return s[:3000] + "..."
-	}
-	return s
 }
 
 // peer is p's MCP client of og.
@@ -437,7 +432,7 @@ func TestSignInRevoked(t *testing.T) {
 		t.Fatal("the call after a refusal was not told to connect again")
 	}
 	if v := alice.connections(t, og); !strings.Contains(v, "whoami") {
-		t.Fatalf("alice's connections:\n%s", clip(v))
+		t.Fatalf("alice's connections:\n%s", text.Clip(v, 3000))
 	}
 	alice.connect(t, link)
 	alice.mustBe(t, og, "alice")
@@ -466,7 +461,7 @@ func connectionRow(t *testing.T, view string) string {
 	t.Helper()
 	i := strings.Index(view, `<td class="wrap" data-label="upstream">whoami`)
 	if i < 0 {
-		t.Fatalf("the view lists no whoami:\n%s", clip(view))
+		t.Fatalf("the view lists no whoami:\n%s", text.Clip(view, 3000))
 	}
 	row, _, _ := strings.Cut(view[i:], "</tr>")
 	return row
@@ -511,7 +506,7 @@ func (p *person) connectQuiet(ctx context.Context, link string) error {
 		return err
 	}
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(data), `id="connected"`) {
-		return fmt.Errorf("connecting: %d\n%s", resp.StatusCode, clip(string(data)))
+		return fmt.Errorf("connecting: %d\n%s", resp.StatusCode, text.Clip(string(data), 3000))
 	}
 	return nil
 }
@@ -572,7 +567,7 @@ func TestSignInURLElicitationLegacy(t *testing.T) {
 	}
 	defer cs.Close()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
-	if err != nil || res.IsError || !strings.Contains(text(t, res), "subject=bob") {
+	if err != nil || res.IsError || !strings.Contains(contentText(t, res), "subject=bob") {
 		t.Fatalf("bob's call, connected while it waited: %v %+v", err, res)
 	}
 	mu.Lock()
@@ -592,7 +587,7 @@ func TestSignInURLElicitationLegacy(t *testing.T) {
 	mu.Unlock()
 	before := r.res.Calls()
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
-	if err != nil || !res.IsError || !strings.Contains(text(t, res), "/ui/connections/whoami/connect") || r.res.Calls() != before {
+	if err != nil || !res.IsError || !strings.Contains(contentText(t, res), "/ui/connections/whoami/connect") || r.res.Calls() != before {
 		t.Errorf("a declined connection: %v %+v", err, res)
 	}
 }

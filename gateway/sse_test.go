@@ -38,7 +38,7 @@ func TestSSEUpstream(t *testing.T) {
 		a := &answers{}
 		cs := connect(t, gwURL, era, a, nil)
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "delete_folder", Arguments: map[string]any{"path": "full"}})
-		if err != nil || text(t, res) != "deleted: full" || len(a.messages()) != 1 {
+		if err != nil || contentText(t, res) != "deleted: full" || len(a.messages()) != 1 {
 			t.Errorf("%s: delete_folder through an SSE upstream: %v %v, asked %q", era, res, err, a.messages())
 		}
 	}

@@ -389,7 +389,7 @@ func walk(t *testing.T, url, upEra, clientEra string, rec *walkRecorder, log *wa
 	cs := connect(t, url, clientEra, asked, nil)
 
 	// tools/call, plain.
-	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{}}); err != nil || text(t, res) != "echo" {
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{}}); err != nil || contentText(t, res) != "echo" {
 		t.Fatalf("echo: %v %v", res, err)
 	}
 	// tools/call of a tool whose upstream asks the client mid-call: the
@@ -397,7 +397,7 @@ func walk(t *testing.T, url, upEra, clientEra string, rec *walkRecorder, log *wa
 	// client's call, in a 2026-07-28 client's retry of the call).
 	folder := "full-" + clientEra
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "delete_folder", Arguments: map[string]any{"path": folder}})
-	if err != nil || text(t, res) != "deleted: "+folder {
+	if err != nil || contentText(t, res) != "deleted: "+folder {
 		t.Fatalf("delete_folder: %v %v", res, err)
 	}
 	if got := asked.messages(); len(got) != 1 {

@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 )
 
 // browser is the person who connects the upstream on the gateway's page:
@@ -74,7 +76,7 @@ func (b *browser) connect(ctx context.Context, link string) error {
 		return err
 	}
 	if !strings.Contains(body, `id="connected"`) {
-		return fmt.Errorf("connecting did not end on the page's confirmation:\n%s", clip(body))
+		return fmt.Errorf("connecting did not end on the page's confirmation:\n%s", text.Clip(body, 2000))
 	}
 	return nil
 }
@@ -104,16 +106,9 @@ func (b *browser) page(req *http.Request) (string, error) {
 		return "", err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s: %s\n%s", resp.Request.URL, resp.Status, clip(string(data)))
+		return "", fmt.Errorf("GET %s: %s\n%s", resp.Request.URL, resp.Status, text.Clip(string(data), 2000))
 	}
 	return string(data), nil
-}
-
-func clip(s string) string {
-	if len(s) > 2000 {
-		return s[:2000] + "..."
-	}
-	return s
 }
 
 // connectLink finds the page's link to connect an upstream in a tool

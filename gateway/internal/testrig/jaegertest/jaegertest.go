@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -263,8 +264,34 @@ func (j *Jaeger) Await(ctx context.Context, traceID string, done func(*Trace) bo
 	}
 }
 
+// Search asks for traces of service with a span named operation until
+// one is there or ctx ends, and returns the latest ones (at most 20).
+func (j *Jaeger) Search(ctx context.Context, service, operation string) ([]Trace, error) {
+	q := url.Values{"service": {service}, "operation": {operation}, "limit": {"20"}, "lookback": {"1h"}}
+	for {
+		trs, err := j.traces(ctx, j.Query+"/api/traces?"+q.Encode())
+		if err == nil && len(trs) > 0 {
+			return trs, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("no trace of %s %s: %v (%w)", service, operation, err, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 func (j *Jaeger) trace(ctx context.Context, traceID string) (*Trace, error) {
-	resp, err := j.get(ctx, j.Query+"/api/traces/"+traceID)
+	trs, err := j.traces(ctx, j.Query+"/api/traces/"+traceID)
+	if err != nil || len(trs) == 0 {
+		return nil, err
+	}
+	return &trs[0], nil
+}
+
+// traces reads the traces the query API answers at u.
+func (j *Jaeger) traces(ctx context.Context, u string) ([]Trace, error) {
+	resp, err := j.get(ctx, u)
 	if err != nil {
 		return nil, err
 	}
@@ -282,10 +309,7 @@ func (j *Jaeger) trace(ctx context.Context, traceID string) (*Trace, error) {
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, err
 	}
-	if len(r.Data) == 0 {
-		return nil, nil
-	}
-	return &r.Data[0], nil
+	return r.Data, nil
 }
 
 func (j *Jaeger) get(ctx context.Context, url string) (*http.Response, error) {

@@ -21,6 +21,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/preflightmcp/preflight/gateway/internal/testrig/jaegertest"
 	"github.com/preflightmcp/preflight/gateway/internal/testrig/servebench"
 	"github.com/preflightmcp/preflight/internal/freeport"
 )
@@ -34,6 +35,7 @@ var (
 	duration    = flag.Duration("duration", 5*time.Second, "time each leg of a path runs, over all its rounds")
 	roundFlag   = flag.Duration("round", 250*time.Millisecond, "time a leg runs in one round")
 	profile     = flag.String("profile", "", "serve the gateways with -pprof, write each one's CPU profile over each path at the most clients to `DIR`, and print its top 15 functions by cumulative and by own share")
+	traced      = flag.Bool("tracing", false, "also measure, as leg traced, a gateway with tracing on that exports every call's spans to a real Jaeger (jaegertest)")
 )
 
 // peerEnv names the binary of TBXark/mcp-proxy, measured beside the gateway
@@ -137,15 +139,16 @@ type gateway struct {
 }
 
 // startGateway starts preflight serve in front of upstream with a
-// configuration that names only the server, so that every default is on;
-// its state (audit log, pins, approvals) goes to a directory of its own.
-func startGateway(b *testing.B, bin, dir, name, upstream string) gateway {
+// configuration that names only the server, so that every default is on,
+// and then the sections of extra; its state (audit log, pins, approvals)
+// goes to a directory of its own.
+func startGateway(b *testing.B, bin, dir, name, upstream, extra string) gateway {
 	home := filepath.Join(dir, name)
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		b.Fatal(err)
 	}
 	cfg := filepath.Join(home, "preflight.yaml")
-	if err := os.WriteFile(cfg, []byte("servers:\n  up:\n    url: "+upstream+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("servers:\n  up:\n    url: "+upstream+"\n"+extra), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	a := addr(b)
@@ -232,7 +235,15 @@ func BenchmarkServe(b *testing.B) {
 	bin := preflightBin(b)
 	dir := b.TempDir()
 	dual, legacy := upstream(b, dir, servebench.Dual), upstream(b, dir, servebench.Legacy)
-	gwDual, gwLegacy := startGateway(b, bin, dir, "gateway-dual", dual), startGateway(b, bin, dir, "gateway-legacy", legacy)
+	gwDual, gwLegacy := startGateway(b, bin, dir, "gateway-dual", dual, ""), startGateway(b, bin, dir, "gateway-legacy", legacy, "")
+	var jaeger *jaegertest.Jaeger
+	var tracedDual, tracedLegacy gateway
+	if *traced {
+		jaeger = jaegertest.Start(b)
+		export := "tracing:\n  enabled: true\n  endpoint: " + jaeger.OTLP + "\n"
+		tracedDual = startGateway(b, bin, dir, "traced-dual", dual, export)
+		tracedLegacy = startGateway(b, bin, dir, "traced-legacy", legacy, export)
+	}
 
 	var peerPid int
 	var peerURL map[string]string
@@ -244,6 +255,19 @@ func BenchmarkServe(b *testing.B) {
 		leg := func(name, url string, pid int) *servebench.Leg {
 			return &servebench.Leg{Name: name, URL: url, Pid: pid}
 		}
+		// legs are direct, the gateway, then the traced gateway and the
+		// peer when they run.
+		legs := func(upstream string) []*servebench.Leg {
+			direct, gw, tr := dual, gwDual, tracedDual
+			if upstream == "legacy" {
+				direct, gw, tr = legacy, gwLegacy, tracedLegacy
+			}
+			l := []*servebench.Leg{leg("direct", direct, 0), leg("gateway", gw.url, gw.p.Pid())}
+			if tr.p != nil {
+				l = append(l, leg("traced", tr.url, tr.p.Pid()))
+			}
+			return l
+		}
 		withPeer := func(legs []*servebench.Leg, upstream string) []*servebench.Leg {
 			if peerURL == nil {
 				return legs
@@ -251,14 +275,10 @@ func BenchmarkServe(b *testing.B) {
 			return append(legs, leg("peer", peerURL[upstream], peerPid))
 		}
 		return []path{
-			{name: "era=2026-07-28", era: "2026-07-28", tool: servebench.ReadTool,
-				legs: []*servebench.Leg{leg("direct", dual, 0), leg("gateway", gwDual.url, gwDual.p.Pid())}},
-			{name: "era=2025-11-25/tool=read", era: "2025-11-25", tool: servebench.ReadTool,
-				legs: withPeer([]*servebench.Leg{leg("direct", legacy, 0), leg("gateway", gwLegacy.url, gwLegacy.p.Pid())}, "legacy")},
-			{name: "era=2025-11-25/tool=write", era: "2025-11-25", tool: servebench.WriteTool,
-				legs: withPeer([]*servebench.Leg{leg("direct", legacy, 0), leg("gateway", gwLegacy.url, gwLegacy.p.Pid())}, "legacy")},
-			{name: "era=2025-11-25/upstream=dual", era: "2025-11-25", tool: servebench.ReadTool,
-				legs: withPeer([]*servebench.Leg{leg("direct", dual, 0), leg("gateway", gwDual.url, gwDual.p.Pid())}, "dual")},
+			{name: "era=2026-07-28", era: "2026-07-28", tool: servebench.ReadTool, legs: legs("dual")},
+			{name: "era=2025-11-25/tool=read", era: "2025-11-25", tool: servebench.ReadTool, legs: withPeer(legs("legacy"), "legacy")},
+			{name: "era=2025-11-25/tool=write", era: "2025-11-25", tool: servebench.WriteTool, legs: withPeer(legs("legacy"), "legacy")},
+			{name: "era=2025-11-25/upstream=dual", era: "2025-11-25", tool: servebench.ReadTool, legs: withPeer(legs("dual"), "dual")},
 		}
 	}
 
@@ -275,14 +295,19 @@ func BenchmarkServe(b *testing.B) {
 			}
 		}
 	}
+	type proxy struct {
+		name string
+		pid  int
+	}
+	proxies := []proxy{{"gateway-dual", gwDual.p.Pid()}, {"gateway-legacy", gwLegacy.p.Pid()}}
+	if *traced {
+		proxies = append(proxies, proxy{"traced-dual", tracedDual.p.Pid()}, proxy{"traced-legacy", tracedLegacy.p.Pid()})
+	}
+	if peerPid != 0 {
+		proxies = append(proxies, proxy{"peer", peerPid})
+	}
 	b.Run("idle", func(b *testing.B) {
-		for _, g := range []struct {
-			name string
-			pid  int
-		}{{"gateway-dual", gwDual.p.Pid()}, {"gateway-legacy", gwLegacy.p.Pid()}, {"peer", peerPid}} {
-			if g.pid == 0 {
-				continue
-			}
+		for _, g := range proxies {
 			u, err := servebench.ReadUsage(g.pid)
 			if err != nil {
 				b.Fatal(err)
@@ -340,13 +365,16 @@ func BenchmarkServe(b *testing.B) {
 		}
 	}
 	b.Run("end", func(b *testing.B) {
-		for _, g := range []struct {
-			name string
-			pid  int
-		}{{"gateway-dual", gwDual.p.Pid()}, {"gateway-legacy", gwLegacy.p.Pid()}, {"peer", peerPid}} {
-			if g.pid == 0 {
-				continue
+		if jaeger != nil {
+			// The traced gateways' spans reached Jaeger: the legs measured
+			// an export, not a tracer that dropped everything.
+			ctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			if _, err := jaeger.Search(ctx, "preflight", "tools/call"); err != nil {
+				b.Fatalf("the traced gateways' calls are not in Jaeger: %v", err)
 			}
+		}
+		for _, g := range proxies {
 			u, err := servebench.ReadUsage(g.pid)
 			if err != nil {
 				b.Fatal(err)

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/preflightmcp/preflight/gateway/internal/text"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	_ "modernc.org/sqlite"
 
@@ -282,10 +284,10 @@ func (r *fixtureReplay) request(p *wiretest.Peer, s fixtureStep, next *fixtureSt
 	switch s.Expect.Decision {
 	case "allow":
 		if !reached && s.Payload.Name == "read_file" {
-			return resp, "allow expected, the client got no content: " + clip(resp.Raw)
+			return resp, "allow expected, the client got no content: " + text.Clip(string(resp.Raw), 300)
 		}
 		if !reached {
-			return resp, fmt.Sprintf("allow expected, %s did not reach the upstream: %s", s.Payload.Name, clip(resp.Raw))
+			return resp, fmt.Sprintf("allow expected, %s did not reach the upstream: %s", s.Payload.Name, text.Clip(string(resp.Raw), 300))
 		}
 		for _, v := range s.Expect.Forbids {
 			if strings.Contains(sent, v) {
@@ -302,7 +304,7 @@ func (r *fixtureReplay) request(p *wiretest.Peer, s fixtureStep, next *fixtureSt
 			return resp, fmt.Sprintf("deny expected, %s ran: the upstream received %q", s.Payload.Name, sent)
 		}
 		if !refused(resp) {
-			return resp, "deny expected, the call did not run but the client was not refused: " + clip(resp.Raw)
+			return resp, "deny expected, the call did not run but the client was not refused: " + text.Clip(string(resp.Raw), 300)
 		}
 	default:
 		return resp, "unknown decision " + s.Expect.Decision
@@ -322,7 +324,7 @@ func (r *fixtureReplay) response(resp *wiretest.Response, s fixtureStep) string 
 	switch s.Expect.Decision {
 	case "allow":
 		if !delivered {
-			return fmt.Sprintf("allow expected, the client did not get %q: %s", s.text(), clip(resp.Raw))
+			return fmt.Sprintf("allow expected, the client did not get %q: %s", s.text(), text.Clip(string(resp.Raw), 300))
 		}
 		for _, v := range s.Expect.Forbids {
 			if strings.Contains(got, v) {
@@ -453,13 +455,6 @@ func redactedFrom(want, got string) bool {
 	}
 	last := parts[len(parts)-1]
 	return len(rest) > len(last) && strings.HasSuffix(rest, last)
-}
-
-func clip(raw []byte) string {
-	if len(raw) > 300 {
-		return string(raw[:300]) + "..."
-	}
-	return string(raw)
 }
 
 // sqliteNotes is an MCP server with one tool, write_query, which runs an
