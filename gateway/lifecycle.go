@@ -97,18 +97,18 @@ func New(opts *Options) (*Gateway, error) {
 	}
 	g.stores = &storeProbe{checks: append([]StoreCheck{{Keeps: "state", At: st.String(), Ping: st.Check,
 		FailsClosed: "single-use confirmations of 2026-07-28 clients (neither asked nor accepted)"}}, o.Stores...)}
-	var tracer trace.Tracer
-	if o.TracerProvider != nil {
-		tracer = o.TracerProvider.Tracer(tracing.Scope)
-	}
 	g.forward = forward.New(&forward.Options{Ring: o.Ring, Audience: o.Name, Parking: o.Parking, MaxRounds: o.MaxRounds,
-		Logger: logger, Nonces: st.Nonces, Retry: o.Retry, RetryObserver: obs, Tracer: tracer})
+		Logger: logger, Nonces: st.Nonces, Retry: o.Retry, RetryObserver: obs})
 	stages, err := g.newStages(st)
 	if err != nil {
 		g.closeState()
 		return nil, err
 	}
 	g.stages = stages
+	var tracer trace.Tracer
+	if o.TracerProvider != nil {
+		tracer = o.TracerProvider.Tracer(tracing.Scope)
+	}
 	g.chain = call.CompileTraced(tracer, g.forward.Finals(), stages...)
 	g.forward.SetAnswers(g.chain)
 	g.server = g.newServer(info)

@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/preflightmcp/preflight/gateway/internal/tracing"
@@ -30,7 +29,7 @@ func (t *traced) Serve(ctx context.Context, c *Call) (json.RawMessage, error) {
 	defer span.End()
 	res, err := t.next.Serve(ctx, c)
 	span.SetAttributes(attributes(c, err)...)
-	setStatus(span, err)
+	tracing.Fail(span, err)
 	return res, err
 }
 
@@ -44,7 +43,7 @@ func (l *tracedLink) Serve(ctx context.Context, c *Call) (json.RawMessage, error
 	ctx, span := l.tracer.Start(ctx, l.stage.Name())
 	defer span.End()
 	res, err := l.stage.Serve(ctx, c, l.next)
-	setStatus(span, err)
+	tracing.Fail(span, err)
 	return res, err
 }
 
@@ -69,12 +68,4 @@ func attributes(c *Call, err error) []attribute.KeyValue {
 		attrs = append(attrs, tracing.Decision.String(string(c.Decision.Verdict)))
 	}
 	return append(attrs, tracing.Outcome.String(c.Ended(err)))
-}
-
-// setStatus records err on span.
-func setStatus(span trace.Span, err error) {
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-	}
 }

@@ -44,7 +44,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/preflightmcp/preflight/gateway/internal/call"
@@ -100,9 +99,6 @@ type Options struct {
 	Retry *RetryPolicy
 	// RetryObserver hears the retries (metrics); nil means nobody.
 	RetryObserver RetryObserver
-	// Tracer makes a span for each time a call is sent to its upstream,
-	// whose trace context the upstream gets in _meta. Nil means none.
-	Tracer trace.Tracer
 }
 
 // Forward sends calls to their upstreams: the final handlers of the
@@ -116,7 +112,6 @@ type Forward struct {
 	nonces    state.Nonces
 	own       *state.Store // made when Options.Nonces is nil
 	retry     *retrier
-	tracer    trace.Tracer
 	subs      subscriptions
 	seq       idSeq
 
@@ -130,7 +125,7 @@ func New(opts *Options) *Forward {
 	if opts != nil {
 		o = *opts
 	}
-	f := &Forward{ring: o.Ring, audience: o.Audience, parking: o.Parking, maxRounds: o.MaxRounds, logger: o.Logger, nonces: o.Nonces, tracer: o.Tracer}
+	f := &Forward{ring: o.Ring, audience: o.Audience, parking: o.Parking, maxRounds: o.MaxRounds, logger: o.Logger, nonces: o.Nonces}
 	if f.nonces == nil {
 		f.own = state.NewMemory(nil)
 		f.nonces = f.own.Nonces
@@ -194,22 +189,17 @@ func (s *Send) Serve(ctx context.Context, c *call.Call) (json.RawMessage, error)
 	return s.f.retry.serve(ctx, c, s.f.once)
 }
 
-// once sends the call once, in the span of its round trip when tracing is
-// on.
+// once sends the call once, in the span of its round trip when the call
+// is traced (tracing.Start); the upstream gets that span's trace context
+// in _meta.
 func (f *Forward) once(ctx context.Context, c *call.Call) (json.RawMessage, error) {
 	c.UpstreamEra = c.Upstream.Era()
-	if f.tracer == nil {
-		return f.send(ctx, c)
-	}
-	ctx, span := f.tracer.Start(ctx, "upstream "+c.Method, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(tracing.Method.String(c.Method), tracing.Server.String(c.Upstream.Name()),
-			tracing.UpEra.String(c.UpstreamEra), tracing.Attempt.Int(c.Attempts)))
+	ctx, span := tracing.Start(ctx, "upstream "+c.Method, trace.SpanKindClient,
+		tracing.Method.String(c.Method), tracing.Server.String(c.Upstream.Name()),
+		tracing.UpEra.String(c.UpstreamEra), tracing.Attempt.Int(c.Attempts))
 	defer span.End()
 	res, err := f.send(ctx, c)
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-	}
+	tracing.Fail(span, err)
 	return res, err
 }
 
@@ -336,17 +326,7 @@ func upstreamMeta(ctx context.Context, c *call.Call) (mcp.Meta, error) {
 	if err != nil {
 		return nil, err
 	}
-	if tp, ts := tracing.Context(ctx); tp != "" {
-		if m == nil {
-			m = mcp.Meta{}
-		}
-		m[tracing.TraceParent] = tp
-		delete(m, tracing.TraceState)
-		if ts != "" {
-			m[tracing.TraceState] = ts
-		}
-	}
-	return m, nil
+	return tracing.Inject(ctx, m), nil
 }
 
 // params are the judged members of the request the passthroughs write,

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/preflightmcp/preflight/gateway/internal/call"
 	"github.com/preflightmcp/preflight/gateway/internal/text"
+	"github.com/preflightmcp/preflight/gateway/internal/tracing"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 )
 
@@ -181,7 +183,14 @@ func (r *retrier) serve(ctx context.Context, c *call.Call, send func(context.Con
 
 // wait backs off before the next attempt, then waits for the upstream to
 // be able to take it, both before the deadline.
-func (r *retrier) wait(ctx context.Context, deadline time.Time, attempt int, c *call.Call, te *upstream.TransientError) error {
+// When the call is traced, the wait is a span named retry.
+func (r *retrier) wait(ctx context.Context, deadline time.Time, attempt int, c *call.Call, te *upstream.TransientError) (err error) {
+	ctx, span := tracing.Start(ctx, "retry", trace.SpanKindInternal,
+		tracing.Server.String(te.Upstream), tracing.Attempt.Int(attempt), tracing.Failure.String(te.Kind))
+	defer func() {
+		tracing.Fail(span, err)
+		span.End()
+	}()
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	d := min(r.p.Max, r.p.Initial<<min(attempt-1, 20))

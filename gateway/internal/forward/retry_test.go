@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,9 +12,13 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/preflightmcp/preflight"
 	"github.com/preflightmcp/preflight/gateway/internal/call"
+	"github.com/preflightmcp/preflight/gateway/internal/tracing"
 	"github.com/preflightmcp/preflight/gateway/internal/upstream"
 	"github.com/preflightmcp/preflight/hints"
 	"github.com/preflightmcp/preflight/resolve"
@@ -338,6 +343,44 @@ func TestRetryCancelled(t *testing.T) {
 		}
 		if _, err := r.serve(ctx, &call.Call{Method: call.ToolsCall}, send); !errors.Is(err, context.Canceled) || s.attempts() != 1 {
 			t.Errorf("serve = %v after %d attempts, want context.Canceled after 1", err, s.attempts())
+		}
+	})
+}
+
+// TestRetryWaitIsTraced: in a traced call, each wait before a retry is a
+// span named retry under the call's, with the server, the attempt that
+// failed and the failure's kind.
+func TestRetryWaitIsTraced(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		exp := tracetest.NewInMemoryExporter()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+		defer tp.Shutdown(context.Background())
+		ctx, parent := tp.Tracer("test").Start(t.Context(), "call")
+		r := newRetrier(nil, nil)
+		s := &script{errs: []error{transient(false), transient(false)}}
+		c := &call.Call{Method: call.ToolsCall, Name: "t", Resolution: resolved("upstream", readOnly)}
+		if _, err := r.serve(ctx, c, s.send); err != nil {
+			t.Fatal(err)
+		}
+		parent.End()
+		var waits []string
+		for _, sp := range exp.GetSpans() {
+			if sp.Name != "retry" {
+				continue
+			}
+			if sp.Parent.SpanID() != parent.SpanContext().SpanID() {
+				t.Errorf("retry span's parent %s, want the call's %s", sp.Parent.SpanID(), parent.SpanContext().SpanID())
+			}
+			attrs := map[attribute.Key]string{}
+			for _, a := range sp.Attributes {
+				attrs[a.Key] = a.Value.String()
+			}
+			waits = append(waits, attrs[tracing.Server]+" "+attrs[tracing.Attempt]+" "+attrs[tracing.Failure])
+		}
+		want := []string{"up 1 " + upstream.FailConnection, "up 2 " + upstream.FailConnection}
+		if !slices.Equal(waits, want) {
+			t.Errorf("retry spans %q, want %q", waits, want)
 		}
 	})
 }

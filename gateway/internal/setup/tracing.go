@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"os"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -49,13 +48,12 @@ func TracerProvider(t config.Tracing) (*sdktrace.TracerProvider, func() error, e
 	if err != nil {
 		return nil, nil, fmt.Errorf("configuration: tracing: %w", err)
 	}
-	name := t.ServiceName
-	if name == "" && os.Getenv("OTEL_SERVICE_NAME") == "" {
-		name = DefaultServiceName
-	}
-	ro := []resource.Option{resource.WithTelemetrySDK(), resource.WithFromEnv()}
-	if name != "" {
-		ro = append(ro, resource.WithAttributes(attribute.String("service.name", name)))
+	// Later options win: the default name, then the environment's
+	// (OTEL_RESOURCE_ATTRIBUTES, then OTEL_SERVICE_NAME), then the section's.
+	ro := []resource.Option{resource.WithTelemetrySDK(),
+		resource.WithAttributes(attribute.String("service.name", DefaultServiceName)), resource.WithFromEnv()}
+	if t.ServiceName != "" {
+		ro = append(ro, resource.WithAttributes(attribute.String("service.name", t.ServiceName)))
 	}
 	res, err := resource.New(context.Background(), ro...)
 	if err != nil {

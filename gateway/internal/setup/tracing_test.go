@@ -38,6 +38,8 @@ func TestTracerProvider(t *testing.T) {
 	}{
 		{name: "defaults", service: DefaultServiceName, sampled: true},
 		{name: "service from the environment", env: map[string]string{"OTEL_SERVICE_NAME": "from-env"}, service: "from-env", sampled: true},
+		{name: "service from the resource attributes", env: map[string]string{"OTEL_RESOURCE_ATTRIBUTES": "service.name=billing-gw,team=a"}, service: "billing-gw", sampled: true},
+		{name: "OTEL_SERVICE_NAME over the resource attributes", env: map[string]string{"OTEL_RESOURCE_ATTRIBUTES": "service.name=billing-gw", "OTEL_SERVICE_NAME": "from-env"}, service: "from-env", sampled: true},
 		{name: "service from the section", section: config.Tracing{ServiceName: "gw"}, env: map[string]string{"OTEL_SERVICE_NAME": "from-env"}, service: "gw", sampled: true},
 		{name: "sampler from the environment", env: map[string]string{"OTEL_TRACES_SAMPLER": "always_off"}},
 		{name: "sampler from the section", section: config.Tracing{SampleRatio: &zero}, env: map[string]string{"OTEL_TRACES_SAMPLER": "always_on"}},
@@ -74,7 +76,7 @@ func TestTracerProvider(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(paths) != 3 || paths[0] != "/v1/traces" {
+	if len(paths) != 5 || paths[0] != "/v1/traces" {
 		t.Errorf("the receiver got posts at %q, want one at /v1/traces for each sampled span", paths)
 	}
 	if _, _, err := TracerProvider(config.Tracing{}); err != nil {

@@ -1,16 +1,22 @@
 // Package tracing holds what the gateway's spans share: the names of their
 // attributes and the W3C trace context (traceparent, tracestate) read from
 // a client's request and written into what goes to an upstream. The spans
-// themselves are made in two places: the chain (package call) and the
-// forwarder's upstream round trip (package forward).
+// themselves are made by the chain (package call: the call and its stages),
+// the forwarder (package forward: each attempt to send a call, each wait
+// before a retry) and the upstream connection (package upstream: its own
+// requests, such as tools/resolve and completion/complete).
 package tracing
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"strconv"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -31,7 +37,11 @@ const (
 	Era      = attribute.Key("preflight.era")      // the client's protocol version
 	UpEra    = attribute.Key("preflight.upstream.era")
 	Attempt  = attribute.Key("preflight.attempt")
+	Failure  = attribute.Key("preflight.failure") // a transient failure's kind, before a retry
 	Method   = attribute.Key("mcp.method.name")
+	// ErrorType is what kind of error a failed span ended with (see
+	// [Fail]), never the error's text.
+	ErrorType = attribute.Key("error.type")
 )
 
 // The _meta keys and HTTP headers of the W3C trace context.
@@ -75,6 +85,63 @@ func Context(ctx context.Context) (traceparent, tracestate string) {
 	c := carrier{}
 	propagator.Inject(ctx, c)
 	return c[TraceParent], c[TraceState]
+}
+
+// Inject sets the traceparent and tracestate of ctx's span in meta, the
+// _meta of a request to an upstream, in place of any the client sent, and
+// returns meta (made when nil). With no span in ctx, meta is returned as
+// it is.
+func Inject(ctx context.Context, meta map[string]any) map[string]any {
+	tp, ts := Context(ctx)
+	if tp == "" {
+		return meta
+	}
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta[TraceParent] = tp
+	delete(meta, TraceState)
+	if ts != "" {
+		meta[TraceState] = ts
+	}
+	return meta
+}
+
+// Start starts a span named name under ctx's, made by the provider of
+// ctx's span: the gateway's when the call is traced. When ctx's span
+// records nothing (tracing is off, or the trace is not sampled), no span
+// is made: ctx and its span are returned, and ending that span does
+// nothing. Code below the chain makes its spans with Start and needs no
+// tracer of its own.
+func Start(ctx context.Context, name string, kind trace.SpanKind, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	parent := trace.SpanFromContext(ctx)
+	if !parent.IsRecording() {
+		return ctx, parent
+	}
+	return parent.TracerProvider().Tracer(Scope).Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+}
+
+// Fail marks span failed by err, when err is not nil, with the kind of
+// error and never its text, which may quote what a peer sent (an
+// argument, a path): error.type and the status's description are the
+// JSON-RPC code for a JSON-RPC error, "timeout" or "canceled" for a
+// context's end, else "_OTHER".
+func Fail(span trace.Span, err error) {
+	if err == nil {
+		return
+	}
+	kind := "_OTHER"
+	var je *jsonrpc.Error
+	switch {
+	case errors.As(err, &je):
+		kind = strconv.FormatInt(je.Code, 10)
+	case errors.Is(err, context.DeadlineExceeded):
+		kind = "timeout"
+	case errors.Is(err, context.Canceled):
+		kind = "canceled"
+	}
+	span.SetAttributes(ErrorType.String(kind))
+	span.SetStatus(codes.Error, kind)
 }
 
 // carrier is a propagation.TextMapCarrier over a small map.

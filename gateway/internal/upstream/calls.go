@@ -6,8 +6,10 @@ import (
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/preflightmcp/preflight"
+	"github.com/preflightmcp/preflight/gateway/internal/tracing"
 )
 
 // rawResult keeps a custom method's result as it came.
@@ -39,7 +41,9 @@ func registerResolve(client *mcp.Client) {
 // Resolve asks the upstream's tools/resolve about a call of its tool name
 // with arguments, and returns its answer (either shape) and the raw
 // result.
-func (c *Conn) Resolve(ctx context.Context, name string, arguments json.RawMessage) (*preflight.ResolveResult, json.RawMessage, error) {
+func (c *Conn) Resolve(ctx context.Context, name string, arguments json.RawMessage) (_ *preflight.ResolveResult, _ json.RawMessage, err error) {
+	ctx, end := c.request(ctx, preflight.MethodResolve)
+	defer func() { end(err) }()
 	cs, _, err := c.sessionFor(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -49,7 +53,9 @@ func (c *Conn) Resolve(ctx context.Context, name string, arguments json.RawMessa
 	if len(arguments) == 0 {
 		arguments = json.RawMessage("{}")
 	}
-	res, err := mcp.CallCustomMethod[*resolveParams, *rawResult](ctx, cs, preflight.MethodResolve, &resolveParams{Name: name, Arguments: arguments})
+	p := &resolveParams{Name: name, Arguments: arguments}
+	p.Meta = tracing.Inject(ctx, nil)
+	res, err := mcp.CallCustomMethod[*resolveParams, *rawResult](ctx, cs, preflight.MethodResolve, p)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -61,14 +67,16 @@ func (c *Conn) Resolve(ctx context.Context, name string, arguments json.RawMessa
 }
 
 // Complete forwards completion/complete.
-func (c *Conn) Complete(ctx context.Context, p *mcp.CompleteParams) (*mcp.CompleteResult, error) {
+func (c *Conn) Complete(ctx context.Context, p *mcp.CompleteParams) (_ *mcp.CompleteResult, err error) {
+	ctx, end := c.request(ctx, "completion/complete")
+	defer func() { end(err) }()
 	cs, era, err := c.sessionFor(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if p != nil && len(p.Meta) > 0 {
+	if p != nil {
 		pp := *p
-		pp.Meta = prepareMeta(p.Meta, era >= EraModern)
+		pp.Meta = tracing.Inject(ctx, prepareMeta(p.Meta, era >= EraModern))
 		p = &pp
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.spec.CallTimeout)
@@ -77,23 +85,45 @@ func (c *Conn) Complete(ctx context.Context, p *mcp.CompleteParams) (*mcp.Comple
 }
 
 // Subscribe subscribes to updates of the resource at uri.
-func (c *Conn) Subscribe(ctx context.Context, uri string) error {
+func (c *Conn) Subscribe(ctx context.Context, uri string) (err error) {
+	ctx, end := c.request(ctx, "resources/subscribe")
+	defer func() { end(err) }()
 	cs, _, err := c.sessionFor(ctx)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.spec.CallTimeout)
 	defer cancel()
-	return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+	p := &mcp.SubscribeParams{URI: uri}
+	p.Meta = tracing.Inject(ctx, nil)
+	return cs.Subscribe(ctx, p)
 }
 
 // Unsubscribe ends a subscription.
-func (c *Conn) Unsubscribe(ctx context.Context, uri string) error {
+func (c *Conn) Unsubscribe(ctx context.Context, uri string) (err error) {
+	ctx, end := c.request(ctx, "resources/unsubscribe")
+	defer func() { end(err) }()
 	cs, _, err := c.sessionFor(ctx)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.spec.CallTimeout)
 	defer cancel()
-	return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+	p := &mcp.UnsubscribeParams{URI: uri}
+	p.Meta = tracing.Inject(ctx, nil)
+	return cs.Unsubscribe(ctx, p)
+}
+
+// request starts the span of a request the gateway makes of the upstream
+// itself (tools/resolve, completion/complete, resources/subscribe and
+// unsubscribe) when the call that needs it is traced (tracing.Start); the
+// upstream gets its trace context in _meta. end ends the span with the
+// request's error.
+func (c *Conn) request(ctx context.Context, method string) (_ context.Context, end func(error)) {
+	ctx, span := tracing.Start(ctx, "upstream "+method, trace.SpanKindClient,
+		tracing.Method.String(method), tracing.Server.String(c.spec.Name), tracing.UpEra.String(c.Era()))
+	return ctx, func(err error) {
+		tracing.Fail(span, err)
+		span.End()
+	}
 }
