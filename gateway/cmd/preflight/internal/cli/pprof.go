@@ -7,17 +7,18 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"time"
+
+	"github.com/preflightmcp/preflight/gateway/internal/loopback"
 )
 
 // servePprof serves the runtime's profiles (net/http/pprof, under
 // /debug/pprof/) at addr, which must be a loopback address; stop closes
 // the listener and its connections and waits for the server to end.
 func servePprof(addr string, logger *slog.Logger) (stop func(), err error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return nil, usagef("-pprof %q: %v", addr, err)
 	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+	if !loopback.Is(addr) {
 		return nil, usagef("-pprof %q: profiles are served on a loopback address only", addr)
 	}
 	ln, err := net.Listen("tcp", addr)
