@@ -126,21 +126,26 @@ func TestReadOnly(t *testing.T) {
 // legacy returns a database of each kind as the stores before versioned
 // migrations left it (testdata/README.md).
 func legacy(t *testing.T) map[string]string {
-	path := filepath.Join(t.TempDir(), "audit.db")
-	b, err := os.ReadFile("testdata/legacy.db")
-	if err != nil {
-		t.Fatal(err)
+	out := map[string]string{}
+	for name, file := range map[string]string{"sqlite": "legacy.db", "sqlite, goose version 2": "goose-v2.db"} {
+		path := filepath.Join(t.TempDir(), "audit.db")
+		b, err := os.ReadFile(filepath.Join("testdata", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out[name] = "sqlite:" + path
 	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{"sqlite": "sqlite:" + path}
 	maps.Copy(out, postgresSpecs(t, "testdata/legacy-postgres.sql"))
 	return out
 }
 
-// TestUpgrade: a database of the audit's own migrations table is upgraded
-// in place: its version is recorded in goose_audit, later migrations run,
+// TestUpgrade: a database of an earlier release is upgraded in place: one
+// of the audit's own migrations table has its version recorded in
+// goose_audit, one of goose's version 2 (before signedInAs) goes on from
+// there; later migrations run,
 // the old records read back as they were written (signed in as no one),
 // new ones are added after them with every field, and opening again
 // changes nothing.
@@ -192,7 +197,7 @@ func TestUpgrade(t *testing.T) {
 			}
 			ro.Close()
 			// Version 1 was adopted from audit_migrations, not applied again.
-			wantV := map[string][]int64{"sqlite": {0, 1, 2, 3}, "postgres": {0, 1, 2}}[name]
+			wantV := map[string][]int64{"sqlite": {0, 1, 2, 3}, "sqlite, goose version 2": {0, 1, 2, 3}, "postgres": {0, 1, 2}}[name]
 			if got := versions(t, spec); !slices.Equal(got, wantV) {
 				t.Errorf("goose_audit holds versions %v, want %v", got, wantV)
 			}
