@@ -13,6 +13,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"go.opentelemetry.io/otel/attribute"
@@ -56,7 +57,8 @@ var propagator = propagation.TraceContext{}
 // traceparent and tracestate when it has a traceparent, else its HTTP
 // headers' (nil over stdio). ctx is returned as it is when it carries a
 // span already (a question's answer, within its call) or the request
-// names none.
+// names none. As W3C Trace Context asks, repeated traceparent headers name
+// none, and repeated tracestate headers are joined.
 func Parent(ctx context.Context, meta json.RawMessage, header http.Header) context.Context {
 	if trace.SpanContextFromContext(ctx).IsValid() {
 		return ctx
@@ -71,7 +73,7 @@ func Parent(ctx context.Context, meta json.RawMessage, header http.Header) conte
 		}
 	}
 	if header != nil {
-		return propagator.Extract(ctx, propagation.HeaderCarrier(header))
+		return propagator.Extract(ctx, headerCarrier(header))
 	}
 	return ctx
 }
@@ -143,6 +145,20 @@ func Fail(span trace.Span, err error) {
 	span.SetAttributes(ErrorType.String(kind))
 	span.SetStatus(codes.Error, kind)
 }
+
+// headerCarrier reads the trace context from HTTP headers: a traceparent
+// only when there is exactly one, all tracestate values as one list.
+type headerCarrier http.Header
+
+func (h headerCarrier) Get(key string) string {
+	values := http.Header(h).Values(key)
+	if key == TraceParent && len(values) != 1 {
+		return ""
+	}
+	return strings.Join(values, ",")
+}
+func (h headerCarrier) Set(key, value string) { http.Header(h).Set(key, value) }
+func (h headerCarrier) Keys() []string        { return propagation.HeaderCarrier(h).Keys() }
 
 // carrier is a propagation.TextMapCarrier over a small map.
 type carrier map[string]string
