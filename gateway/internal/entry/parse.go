@@ -101,7 +101,14 @@ func Parse(body []byte) (*Message, error) {
 // scanners holds scanners for reuse, with their buffers.
 var scanners = sync.Pool{New: func() any { return new(scanner) }}
 
+// release resets s and returns it to the pool.
 func (s *scanner) release() {
+	s.reset()
+	scanners.Put(s)
+}
+
+// reset drops what s read, keeping its buffers unless they grew large.
+func (s *scanner) reset() {
 	keys, scratch, folds := s.keys[:0], s.scratch[:0], s.folds
 	if cap(keys) > 1024 {
 		keys = nil
@@ -121,7 +128,6 @@ func (s *scanner) release() {
 	s.inArgs, s.keysEscaped, s.idBad = false, false, false
 	s.keys, s.scratch, s.folds = keys, scratch, folds
 	s.top, s.par = [nTop]member{}, [nParams]member{}
-	scanners.Put(s)
 }
 
 func (s *scanner) parse(body []byte) (*Message, error) {

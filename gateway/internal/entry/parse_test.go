@@ -45,6 +45,7 @@ const modern = `{
 }`
 
 func TestParse(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		in     string
@@ -160,6 +161,7 @@ func TestParse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			m, err := Parse([]byte(tt.in))
 			if tt.code == 0 {
 				if err != nil {
@@ -191,6 +193,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestParseMembers(t *testing.T) {
+	t.Parallel()
 	m, err := Parse([]byte(modern))
 	if err != nil {
 		t.Fatal(err)
@@ -254,6 +257,7 @@ func TestParseMembers(t *testing.T) {
 }
 
 func TestErrorID(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, id string }{
 		{`{"method":"tools/call","params":{"name":"a","name":"b"},"jsonrpc":"2.0","id":"late"}`, `"late"`},
 		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"arguments":{"s":"\ud800"}}}`, `7`},
@@ -281,6 +285,7 @@ func TestErrorID(t *testing.T) {
 
 // TestClip checks that messages stay short whatever the client wrote.
 func TestClip(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("é", 100)
 	ctl := strings.Repeat(`\u0001`, 100)
 	deep := strings.Repeat(`{"`+long+`":`, 97) + `{"a":1,"a":2}` + strings.Repeat("}", 97)
@@ -310,6 +315,7 @@ func TestClip(t *testing.T) {
 }
 
 func TestCanonicalArguments(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ params, want string }{
 		{`{"name":"f","arguments":{"\u0061ction":"read","n":1.50}}`, `{"action":"read","n":1.50}`},
 		{`{"name":"f","arguments":{"action":"r\u0065ad"}}`, `{"action":"r\u0065ad"}`},
@@ -337,6 +343,7 @@ func TestCanonicalArguments(t *testing.T) {
 }
 
 func TestRequest(t *testing.T) {
+	t.Parallel()
 	m, err := Parse([]byte(modern))
 	if err != nil {
 		t.Fatal(err)
@@ -393,6 +400,7 @@ func TestRequest(t *testing.T) {
 
 // TestConcurrent checks that Parse can be called from many goroutines.
 func TestConcurrent(t *testing.T) {
+	t.Parallel()
 	want := make([]string, len(seeds))
 	for i, s := range seeds {
 		m, err := Parse([]byte(s))
@@ -416,6 +424,7 @@ func TestConcurrent(t *testing.T) {
 
 // TestFoldMap checks large objects, where keys are compared through a map.
 func TestFoldMap(t *testing.T) {
+	t.Parallel()
 	var keys []string
 	for i := range 40 {
 		keys = append(keys, `"k`+string(rune('a'+i%26))+strings.Repeat("x", i/26)+`":1`)
@@ -439,6 +448,7 @@ func TestFoldMap(t *testing.T) {
 }
 
 func TestFoldKey(t *testing.T) {
+	t.Parallel()
 	pairs := []string{"a", "A", "k", "K", "\u212a", "s", "S", "ſ", "é", "É", "ß", "ẞ", "σ", "ς", "Σ", "1", "_", "ǅ", "ǆ", "Ǆ"}
 	for _, a := range pairs {
 		for _, b := range pairs {
@@ -451,15 +461,18 @@ func TestFoldKey(t *testing.T) {
 
 // TestNoAllocs checks that a typical call allocates only the Message and
 // the name, with a scanner reused as Parse reuses its pool's (the pool
-// itself drops items at random under the race detector).
+// itself drops items at random under the race detector). The scanner is
+// reset, not released: in the pool once per run, Parse calls running in
+// parallel would share it.
 func TestNoAllocs(t *testing.T) {
+	// Not parallel: it counts allocations.
 	body := []byte(benchCall)
 	s := new(scanner)
 	n := testing.AllocsPerRun(100, func() {
 		if _, err := s.parse(body); err != nil {
 			t.Fatal(err)
 		}
-		s.release()
+		s.reset()
 	})
 	if n > 2 {
 		t.Errorf("Parse allocates %v times, want at most 2", n)
@@ -499,6 +512,7 @@ func BenchmarkParse(b *testing.B) {
 // answered under its id when it has exactly one, so that a client over
 // stdio is not left waiting; with two ids, or an id folded, none.
 func TestDeepNestingKeepsTheID(t *testing.T) {
+	t.Parallel()
 	deep := strings.Repeat(`{"a":`, MaxDepth+1) + "1" + strings.Repeat("}", MaxDepth+1)
 	for _, tc := range []struct {
 		body, id string
