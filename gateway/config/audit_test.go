@@ -10,6 +10,7 @@ import (
 // a relative SQLite path is the config file's, a postgres URL is kept,
 // levels and kinds are taken as written.
 func TestAuditAndRedaction(t *testing.T) {
+	t.Parallel()
 	c := mustParse(t, "/etc/preflight/gateway.yaml", `
 servers: {s: {command: x}}
 audit:
@@ -47,6 +48,7 @@ redaction:
 // TestDefaultAuditPath checks where a configuration without audit.path
 // keeps its audit log.
 func TestDefaultAuditPath(t *testing.T) {
+	t.Parallel()
 	env := func(m map[string]string) func(string) (string, bool) {
 		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 	}

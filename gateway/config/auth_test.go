@@ -12,6 +12,7 @@ import (
 // TestAuthDefaults checks the defaults of the auth section and that a
 // token's hash is kept in one spelling.
 func TestAuthDefaults(t *testing.T) {
+	t.Parallel()
 	c := mustParse(t, "c.yaml", `
 listen: {http: "0.0.0.0:8080"}
 servers: {s: {command: x}}
@@ -55,6 +56,7 @@ auth:
 // TestAuthListen checks that serving without authentication is allowed on
 // loopback addresses only, and with authentication on any.
 func TestAuthListen(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		addr string
 		ok   bool
@@ -87,6 +89,7 @@ func TestAuthListen(t *testing.T) {
 // TestAuthURLs checks the URLs of the oauth section: https, or http on a
 // loopback host only, and never repeated in errors.
 func TestAuthURLs(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		issuer string
 		want   string // "" when accepted
@@ -117,6 +120,7 @@ func TestAuthURLs(t *testing.T) {
 
 // TestAuthLimits checks the bounds on the auth section's lists and names.
 func TestAuthLimits(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	b.WriteString("servers: {s: {command: x}}\nauth:\n  tokens:\n")
 	for i := range MaxTokens + 1 {

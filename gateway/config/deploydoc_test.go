@@ -16,6 +16,7 @@ import (
 // server when it names none) and the config key of those fenced ```yaml
 // values (the Helm chart's values).
 func TestDeployDocExamples(t *testing.T) {
+	t.Parallel()
 	blocks := deployDocExamples(t)
 	if len(blocks) < 6 {
 		t.Fatalf("%d config examples in docs/deploy.md, want at least 6", len(blocks))

@@ -153,6 +153,7 @@ var badFiles = []struct {
 // each line names the file, the line and column, the key and what is
 // allowed.
 func TestBadFiles(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob(filepath.Join("testdata", "bad", "*"))
 	if err != nil {
 		t.Fatal(err)
@@ -167,6 +168,7 @@ func TestBadFiles(t *testing.T) {
 	}
 	for _, tc := range badFiles {
 		t.Run(tc.file, func(t *testing.T) {
+			t.Parallel()
 			name := filepath.Join("testdata", "bad", tc.file)
 			c, err := Parse(name, read(t, filepath.Join("bad", tc.file)), testEnv)
 			if err == nil {
@@ -197,6 +199,7 @@ func TestBadFiles(t *testing.T) {
 // TestErrorMessagesAreBounded checks that an error repeats at most a short,
 // escaped part of a long or hostile key or value.
 func TestErrorMessagesAreBounded(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("k", 5000) + `\u001b[31m`
 	text := `{"servers": {"files": {"command": "npx", "` + long + `": 1, "type": "` + long + `"}}, "listen": {}}`
 	_, err := Parse("c.json", []byte(text), testEnv)
@@ -215,6 +218,7 @@ func TestErrorMessagesAreBounded(t *testing.T) {
 // TestSecretsNotRepeated checks that errors about URLs and headers do not
 // repeat their values, which may hold tokens.
 func TestSecretsNotRepeated(t *testing.T) {
+	t.Parallel()
 	text := `servers:
   api:
     url: "ftp://user:hunter2@example.com/?token=hunter2"
@@ -232,6 +236,7 @@ redis:
 }
 
 func TestReadFileLimit(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "c.yaml")
 	if err := os.WriteFile(path, []byte("0123456789"), 0o600); err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ func writeFile(t *testing.T, path, text string) {
 // TestLoad reads a file from disk: relative paths against its directory,
 // env files read and merged under env.
 func TestLoad(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "project", ".env"), "# secrets\nexport TOKEN=from-file\nSHARED=file\n\nQUOTED=\"a b\\n\"\n")
 	writeFile(t, filepath.Join(dir, "project", "gateway.yaml"), `
@@ -62,6 +63,7 @@ servers:
 }
 
 func TestLoadErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if _, err := Load(filepath.Join(dir, "missing.yaml")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
@@ -80,6 +82,7 @@ func TestLoadErrors(t *testing.T) {
 }
 
 func TestParseEnvFile(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want map[string]string

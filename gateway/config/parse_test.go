@@ -26,12 +26,14 @@ var clientFiles = []struct{ file, path string }{
 // (rewritten by go test -update). The goldens are themselves canonical
 // files that read back to the same config.
 func TestClients(t *testing.T) {
+	t.Parallel()
 	files, _ := filepath.Glob(filepath.Join("testdata", "clients", "*.json"))
 	if len(files) != len(clientFiles) {
 		t.Errorf("testdata/clients holds %d inputs, the table %d", len(files), len(clientFiles))
 	}
 	for _, cf := range clientFiles {
 		t.Run(cf.file, func(t *testing.T) {
+			t.Parallel()
 			c, err := Parse(cf.path, read(t, filepath.Join("clients", cf.file)), testEnv)
 			if err != nil {
 				t.Fatal(err)
@@ -67,6 +69,7 @@ func TestClients(t *testing.T) {
 // TestClientDetails checks what the goldens show, one fact at a time, so
 // that a golden rewritten by mistake cannot hide a regression.
 func TestClientDetails(t *testing.T) {
+	t.Parallel()
 	parse := func(i int) *Config {
 		t.Helper()
 		c, err := Parse(clientFiles[i].path, read(t, filepath.Join("clients", clientFiles[i].file)), testEnv)
@@ -114,6 +117,7 @@ func TestClientDetails(t *testing.T) {
 
 // TestDefaults checks every default on the smallest file.
 func TestDefaults(t *testing.T) {
+	t.Parallel()
 	c := mustParse(t, "/etc/preflight/gateway.yaml", "servers:\n  memory:\n    command: npx\n")
 	want := &Config{
 		Servers: map[string]*Server{"memory": {
@@ -151,6 +155,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestServerDefaults(t *testing.T) {
+	t.Parallel()
 	c := mustParse(t, "/etc/preflight/gateway.yaml", `
 servers:
   a b:
@@ -196,6 +201,7 @@ approvals: {pageUrl: "https://mcp.example.com/ui"}
 
 // TestInterpolation checks ${...} in each format.
 func TestInterpolation(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{"${API_KEY}", "key-123"},
 		{"${env:API_KEY}", "key-123"},
@@ -254,6 +260,7 @@ func TestInterpolation(t *testing.T) {
 
 // TestFormats checks how the format is told from the content.
 func TestFormats(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, text string
 		wantErr    string // empty: parses
@@ -289,6 +296,7 @@ func TestFormats(t *testing.T) {
 // users write to share settings between servers, and the top-level x-
 // keys that hold them.
 func TestYAMLFeatures(t *testing.T) {
+	t.Parallel()
 	c := mustParse(t, "c.yaml", `
 x-defaults: &defaults
   trust: untrusted
@@ -311,6 +319,7 @@ servers:
 // TestPinDefault checks that pinning defaults to strict for an untrusted
 // server and to warn for a trusted one, and that a file's own value wins.
 func TestPinDefault(t *testing.T) {
+	t.Parallel()
 	c := mustParse(t, "c.yaml", `
 servers:
   own: {command: x}
@@ -329,6 +338,7 @@ servers:
 // TestRoundTrip checks that Marshal writes what Parse reads back to an
 // equal config, on the examples.
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	files, _ := filepath.Glob(filepath.Join("testdata", "examples", "*.yaml"))
 	if len(files) == 0 {
 		t.Fatal("no examples")
@@ -357,6 +367,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestAllows(t *testing.T) {
+	t.Parallel()
 	s := &Server{Include: []string{"get_*", "list_*"}, Exclude: []string{"list_secrets"}}
 	for tool, want := range map[string]bool{"get_me": true, "list_issues": true, "list_secrets": false, "delete_file": false} {
 		if got := s.Allows(tool); got != want {
@@ -369,6 +380,7 @@ func TestAllows(t *testing.T) {
 }
 
 func TestAnnotationsApply(t *testing.T) {
+	t.Parallel()
 	c := mustParse(t, "c.yaml", `
 servers:
   s:
@@ -384,6 +396,7 @@ servers:
 }
 
 func TestHintsConversion(t *testing.T) {
+	t.Parallel()
 	c := mustParse(t, "c.yaml", `
 servers:
   s:
@@ -404,6 +417,7 @@ servers:
 // TestPack reads a server's pack as true (the default), false, or a name,
 // and writes it back the same way.
 func TestPack(t *testing.T) {
+	t.Parallel()
 	c := mustParse(t, "/etc/preflight/gateway.yaml", `
 servers:
   auto: {command: x}
@@ -435,6 +449,7 @@ servers:
 // TestListenSessionCaps: listen.maxSessions and maxSessionsPerPrincipal
 // are read, and a cap of 0 or past MaxSessionsCap is refused by its key.
 func TestListenSessionCaps(t *testing.T) {
+	t.Parallel()
 	c := mustParse(t, "g.yaml", "listen:\n  maxSessions: 500\n  maxSessionsPerPrincipal: 8\nservers:\n  m:\n    command: npx\n")
 	if c.Listen.MaxSessions != 500 || c.Listen.MaxSessionsPerPrincipal != 8 {
 		t.Errorf("listen = %+v", c.Listen)

@@ -10,6 +10,7 @@ import (
 // file's, a PostgreSQL URL may come from the environment, and a file
 // without the section keeps its pins in the default SQLite file.
 func TestPins(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, text string
 		want       Pins
@@ -23,6 +24,7 @@ func TestPins(t *testing.T) {
 			Pins{Store: PinStorePostgres, URL: "postgresql://localhost/shop"}, "postgresql://localhost/shop"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			c := mustParse(t, "/etc/preflight/gateway.yaml", tc.text)
 			if c.Pins != tc.want {
 				t.Errorf("pins = %+v, want %+v", c.Pins, tc.want)
@@ -37,6 +39,7 @@ func TestPins(t *testing.T) {
 // TestPinsDefault: without a pins section, the pins are in pins.db in the
 // user's state directory, never in a cache.
 func TestPinsDefault(t *testing.T) {
+	// Not parallel: it sets environment variables.
 	c := mustParse(t, "/etc/preflight/gateway.yaml", "servers:\n  a:\n    command: x\n")
 	if c.Pins != (Pins{Store: PinStoreSQLite}) {
 		t.Fatalf("pins = %+v", c.Pins)

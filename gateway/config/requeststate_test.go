@@ -31,6 +31,7 @@ func parseEnv(name, text string, env map[string]string) (*Config, error) {
 // (rotation: two keys, the first seals) and from a file, which only Load
 // reads; the keys are never written out.
 func TestRequestStateKeys(t *testing.T) {
+	t.Parallel()
 	k2, k1 := secret(t, 32), secret(t, 48)
 	c, err := parseEnv("c.yaml", "servers: {s: {command: x}}\nrequestState: {keysEnv: RS_KEYS}\n",
 		map[string]string{"RS_KEYS": " k2:" + k2 + " ,\n k1 : " + k1})
@@ -77,6 +78,7 @@ func TestRequestStateKeys(t *testing.T) {
 // TestRequestStateRefused: missing, short, weak, malformed and repeated
 // keys are refused with what to do, and no message repeats a secret.
 func TestRequestStateRefused(t *testing.T) {
+	t.Parallel()
 	good := secret(t, 32)
 	short := secret(t, 16)
 	weak := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("abcd"), 8))
@@ -121,6 +123,7 @@ func TestRequestStateRefused(t *testing.T) {
 // TestApprovalsSection checks the approvals section's defaults and its
 // refusals.
 func TestApprovalsSection(t *testing.T) {
+	// Not parallel: it sets environment variables.
 	c := mustParse(t, "/etc/preflight/c.yaml", "servers: {s: {command: x}}\napprovals: {store: sqlite, path: approvals.db, admins: [alice]}\n")
 	want := Approvals{Store: ApprovalsSQLite, Path: "/etc/preflight/approvals.db", TTL: Duration(DefaultApprovalTTL), UseWindow: Duration(DefaultApprovalUseWindow), Admins: []string{"alice"}}
 	if a := c.Approvals; a.Store != want.Store || a.Path != want.Path || a.TTL != want.TTL || a.UseWindow != want.UseWindow || len(a.Admins) != 1 {

@@ -37,6 +37,7 @@ func loadSchema(t testing.TB) (*jsonschema.Schema, *jsonschema.Resolved) {
 // every key of one is a key of the other, with the same kind of value
 // and the same allowed values.
 func TestSchemaMatchesTypes(t *testing.T) {
+	t.Parallel()
 	root, _ := loadSchema(t)
 	deref := func(s *jsonschema.Schema) *jsonschema.Schema {
 		if name, ok := strings.CutPrefix(s.Ref, "#/$defs/"); ok {
@@ -193,6 +194,7 @@ func readAny(t testing.TB, name string, data []byte) any {
 // are Marshal's output) and the YAML of docs/config.md against the schema
 // with a real validator, and that Parse accepts them too.
 func TestSchemaValidatesExamples(t *testing.T) {
+	t.Parallel()
 	_, rs := loadSchema(t)
 	examples, _ := filepath.Glob(filepath.Join("testdata", "examples", "*.yaml"))
 	goldens, _ := filepath.Glob(filepath.Join("testdata", "clients", "*.golden.yaml"))
@@ -256,6 +258,7 @@ func docExamples(t *testing.T) [][]byte {
 // can (unset variables, relations between values). A schema that accepted
 // everything would fail here.
 func TestSchemaOnBadFiles(t *testing.T) {
+	t.Parallel()
 	_, rs := loadSchema(t)
 	for _, tc := range badFiles {
 		if tc.schema == schemaNA {
@@ -279,6 +282,7 @@ func TestSchemaOnBadFiles(t *testing.T) {
 // TestDurationPattern checks that the schema's duration pattern and the
 // parser agree.
 func TestDurationPattern(t *testing.T) {
+	t.Parallel()
 	root, _ := loadSchema(t)
 	re := regexp.MustCompile(root.Defs["duration"].Pattern)
 	for _, s := range []string{"1s", "500ms", "1.5h", ".5s", "1.s", "1h30m", "2m3s4ms", "10us", "10µs", "10μs", "3ns",
@@ -291,6 +295,7 @@ func TestDurationPattern(t *testing.T) {
 }
 
 func TestSchemaIsACopy(t *testing.T) {
+	t.Parallel()
 	a := Schema()
 	a[0] = 'x'
 	if Schema()[0] != '{' {

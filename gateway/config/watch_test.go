@@ -92,6 +92,7 @@ func config(command string) string {
 // TestWatch edits a real file the ways editors and tools do and checks
 // what is delivered.
 func TestWatch(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "gateway.yaml")
 	writeFile(t, path, config("one"))
@@ -150,6 +151,7 @@ func TestWatch(t *testing.T) {
 // TestWatchEnvFile checks that a change to an env file the config names
 // reloads it.
 func TestWatchEnvFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "secrets", "tools.env"), "TOKEN=a\n")
 	path := filepath.Join(dir, "gateway.yaml")
@@ -172,6 +174,7 @@ func TestWatchEnvFile(t *testing.T) {
 // TestWatchSymlinkSwap checks a mounted volume's update: the file is a
 // link through ..data, and ..data is swapped to a new directory.
 func TestWatchSymlinkSwap(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "..v1", "gateway.yaml"), config("one"))
 	writeFile(t, filepath.Join(dir, "..v2", "gateway.yaml"), config("two"))
@@ -200,6 +203,7 @@ func TestWatchSymlinkSwap(t *testing.T) {
 // TestWatchSIGHUP sends the process a real SIGHUP: the config is read
 // again, with the environment as it is now.
 func TestWatchSIGHUP(t *testing.T) {
+	// Not parallel: it sets environment variables.
 	t.Setenv("PREFLIGHT_CONFIG_TEST_COMMAND", "before")
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -223,6 +227,7 @@ func TestWatchSIGHUP(t *testing.T) {
 // TestWatchFirstLoadFails checks that Watch returns the first load's
 // errors without calling fn.
 func TestWatchFirstLoadFails(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "gateway.yaml")
 	writeFile(t, path, "servers: {}\n")
 	err := Watch(context.Background(), path, nil, func(*Config, error) { t.Error("fn called") })

@@ -29,6 +29,7 @@ func personal(t *testing.T) *approval.Request {
 }
 
 func TestLink(t *testing.T) {
+	t.Parallel()
 	const id = "AAAAAAAAAAAAAAAAAAAAAA"
 	for base, want := range map[string]string{
 		"http://127.0.0.1:8787":        "http://127.0.0.1:8787/approvals/" + id,
@@ -54,6 +55,7 @@ func TestLink(t *testing.T) {
 // under the gateway's key, without elicitationId, and its URL holds the
 // request's id and nothing of the principal or the arguments.
 func TestURLElicitationOnTheWire(t *testing.T) {
+	t.Parallel()
 	r := personal(t)
 	p, err := approval.URLElicitation("http://127.0.0.1:8787", r)
 	if err != nil {
@@ -102,6 +104,7 @@ func TestURLElicitationOnTheWire(t *testing.T) {
 }
 
 func TestSupportsURL(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		caps *mcp.ClientCapabilities
 		want bool
@@ -124,6 +127,7 @@ func TestSupportsURL(t *testing.T) {
 }
 
 func TestRetryText(t *testing.T) {
+	t.Parallel()
 	r := personal(t)
 	text, err := approval.RetryText("http://127.0.0.1:8787", r)
 	if err != nil {
@@ -146,6 +150,7 @@ func TestRetryText(t *testing.T) {
 }
 
 func TestOutcomeText(t *testing.T) {
+	t.Parallel()
 	base := approval.Request{Key: approval.Key{Server: "files", Tool: "manage_files"}}
 	decided := time.Date(2026, 11, 3, 10, 4, 5, 0, time.UTC)
 	for _, tc := range []struct {

@@ -47,6 +47,7 @@ func mustAsk(t *testing.T, s *approval.Service, c approval.Call, want approval.S
 // lets exactly one retry with the same arguments run; the next retry asks
 // again.
 func TestApprovalIsSingleUse(t *testing.T) {
+	t.Parallel()
 	s := approval.New(nil, nil)
 	ctx := t.Context()
 	c := deleteCall("alice", "/tmp/a")
@@ -74,6 +75,7 @@ func TestApprovalIsSingleUse(t *testing.T) {
 // TestRetryMatchesOnlyTheSameCall: the approval binds principal, server,
 // tool and the arguments' digest (not their spelling).
 func TestRetryMatchesOnlyTheSameCall(t *testing.T) {
+	t.Parallel()
 	s := approval.New(nil, nil)
 	c := deleteCall("alice", "/tmp/a")
 	r := mustAsk(t, s, c, approval.Pending)
@@ -105,6 +107,7 @@ func TestRetryMatchesOnlyTheSameCall(t *testing.T) {
 // TestDenyAnswersRetries: a denied call is not run, and its retries are
 // told so until the request would have expired.
 func TestDenyAnswersRetries(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := approval.New(nil, &approval.Options{TTL: time.Minute})
 		c := deleteCall("alice", "/tmp/a")
@@ -128,6 +131,7 @@ func TestDenyAnswersRetries(t *testing.T) {
 // TestApproverActsOnlyForTheirPrincipal: nobody decides, sees or lists
 // another principal's request, unless the deployer named them an admin.
 func TestApproverActsOnlyForTheirPrincipal(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	s := approval.New(nil, &approval.Options{Admins: []string{"root"}})
 	r := mustAsk(t, s, deleteCall("alice", "/tmp/a"), approval.Pending)
@@ -164,6 +168,7 @@ func TestApproverActsOnlyForTheirPrincipal(t *testing.T) {
 // TestForgedAndReplayedIDsRefused: an id that is malformed, unknown, bound
 // to another call, already decided or already used is refused.
 func TestForgedAndReplayedIDsRefused(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	s := approval.New(nil, nil)
 	c := deleteCall("alice", "/tmp/a")
@@ -206,6 +211,7 @@ func TestForgedAndReplayedIDsRefused(t *testing.T) {
 // TestExpiry: an undecided request lapses after TTL, an unused approval
 // after UseWindow; neither can be decided or used afterwards.
 func TestExpiry(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		s := approval.New(nil, &approval.Options{TTL: time.Minute, UseWindow: 30 * time.Second})
@@ -239,6 +245,7 @@ func TestExpiry(t *testing.T) {
 // TestUseWindowCountsFromTheApproval: an approval given just before the
 // request would have lapsed still leaves the whole window for the retry.
 func TestUseWindowCountsFromTheApproval(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := approval.New(nil, &approval.Options{TTL: time.Minute, UseWindow: 30 * time.Second})
 		c := deleteCall("alice", "/tmp/a")
@@ -255,6 +262,7 @@ func TestUseWindowCountsFromTheApproval(t *testing.T) {
 // TestWait: a waiting call returns on the decision, at expiry, or when its
 // context ends.
 func TestWait(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		decide func(s *approval.Service, id string)
@@ -265,6 +273,7 @@ func TestWait(t *testing.T) {
 		{"expired", func(*approval.Service, string) { time.Sleep(2 * time.Minute) }, approval.Expired},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				s := approval.New(nil, &approval.Options{TTL: time.Minute, Recheck: time.Hour})
 				r := mustAsk(t, s, deleteCall("alice", "/tmp/a"), approval.Pending)
@@ -305,6 +314,7 @@ func TestWait(t *testing.T) {
 // past the test's bound), after which the retry on the first replica runs
 // once and the other replica cannot run it again.
 func TestApprovalOnOneReplicaReleasesWaitOnAnother(t *testing.T) {
+	t.Parallel()
 	store := approval.NewMemStore(nil)
 	bus := approval.NewLocalNotifier()
 	a := approval.New(store, &approval.Options{Notifier: bus, Recheck: time.Hour})
@@ -381,6 +391,7 @@ func (h *hookNotifier) Subscribe(ctx context.Context, topic string) (<-chan []by
 // seen, because the waiter reads the store after subscribing. Reading
 // first would miss it and wait for the recheck, an hour away.
 func TestWaitSubscribesBeforeReading(t *testing.T) {
+	t.Parallel()
 	store := approval.NewMemStore(nil)
 	bus := approval.NewLocalNotifier()
 	a := approval.New(store, &approval.Options{Notifier: bus})
@@ -429,6 +440,7 @@ func (l *lossyNotifier) Subscribe(ctx context.Context, _ string) (<-chan []byte,
 // still sees the decision at its next recheck, and a notifier that keeps
 // failing is not resubscribed in a loop.
 func TestLostNotificationsFallBackToRecheck(t *testing.T) {
+	// Not parallel: it bounds time.
 	for _, closed := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
 			bus := &lossyNotifier{closed: closed}
@@ -463,6 +475,7 @@ func TestLostNotificationsFallBackToRecheck(t *testing.T) {
 // TestResume: the retry of a URL-mode elicitation waits briefly for the
 // decision and runs once approved.
 func TestResume(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		s := approval.New(nil, nil)
@@ -495,6 +508,7 @@ func TestResume(t *testing.T) {
 // TestConcurrentRetriesRunOnce: many retries of an approved call on two
 // replicas at once: exactly one runs.
 func TestConcurrentRetriesRunOnce(t *testing.T) {
+	t.Parallel()
 	store := approval.NewMemStore(nil)
 	bus := approval.NewLocalNotifier()
 	replicas := []*approval.Service{approval.New(store, &approval.Options{Notifier: bus}), approval.New(store, &approval.Options{Notifier: bus})}
@@ -532,6 +546,7 @@ func TestConcurrentRetriesRunOnce(t *testing.T) {
 // TestStoreBounds: one principal cannot open more than MaxOpen requests;
 // lapsed requests make room for new ones, open ones never do.
 func TestStoreBounds(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		store := approval.NewMemStore(&approval.MemOptions{MaxRequests: 3, MaxOpen: 2, Retain: time.Minute})
 		s := approval.New(store, &approval.Options{TTL: time.Minute})
@@ -555,6 +570,7 @@ func TestStoreBounds(t *testing.T) {
 // TestAskRefusesBadInput: invalid JSON arguments and oversized names are
 // errors, never stored.
 func TestAskRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	s := approval.New(nil, nil)
 	bad := deleteCall("alice", "/tmp/a")
 	bad.Arguments = json.RawMessage(`{"path":`)
@@ -574,6 +590,7 @@ func TestAskRefusesBadInput(t *testing.T) {
 // show whole opens no request and says why; a request kept with cut
 // arguments (from an older version) cannot be approved, only denied.
 func TestNotShowableIsNotApprovable(t *testing.T) {
+	t.Parallel()
 	s := approval.New(nil, &approval.Options{ShowBytes: 1024})
 	c := deleteCall("alice", strings.Repeat("d/", 600))
 	if r, err := s.Ask(t.Context(), c); !errors.Is(err, approval.ErrNotShowable) || r != nil || !strings.Contains(err.Error(), "more than the 1 KiB") {

@@ -59,6 +59,7 @@ func FuzzRecordedArgs(f *testing.F) {
 // by its kind; a private-key rule's match spanning a command is kept, as
 // it ran.
 func TestRecordedArgsRedactSecrets(t *testing.T) {
+	t.Parallel()
 	const pat = "ghp_R7tW1vB6nC0yH5jD3sA2eU1k8f3kK2mZ9qL4"
 	out := string(recordedArgs([]byte(`{"content":"GITHUB_TOKEN=`+pat+`","headers":{"`+pat+`":"1"}}`), nil, 4096))
 	if strings.Contains(out, pat[4:]) || strings.Count(out, "[REDACTED:github-pat]") != 2 {

@@ -53,6 +53,7 @@ func lock(t *testing.T, path string) func() {
 }
 
 func TestOptions(t *testing.T) {
+	t.Parallel()
 	s, _ := openSQLite(t)
 	for _, tc := range []struct {
 		o    audit.Options
@@ -82,6 +83,7 @@ func TestOptions(t *testing.T) {
 }
 
 func TestMustAudit(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		c    audit.Call
 		want bool
@@ -108,6 +110,7 @@ func read(i int) audit.Call {
 // of the configured size and the rest are dropped and counted, never
 // queued without bound; every record is written or counted dropped.
 func TestBufferBounded(t *testing.T) {
+	t.Parallel()
 	s, path := openSQLite(t)
 	unlock := lock(t, path)
 	a, err := audit.New(s, &audit.Options{Buffer: 2, BatchSize: 1, WriteTimeout: time.Second})
@@ -151,6 +154,7 @@ func TestBufferBounded(t *testing.T) {
 // TestCloseGivesUp: Close bounded by its context drops what it could not
 // write, stops its goroutine (goleak checks) and says so.
 func TestCloseGivesUp(t *testing.T) {
+	t.Parallel()
 	s, path := openSQLite(t)
 	unlock := lock(t, path)
 	defer unlock()
@@ -185,6 +189,7 @@ func TestCloseGivesUp(t *testing.T) {
 // TestStartCancelled: a client that went away gets its context's error,
 // not an unavailable store.
 func TestStartCancelled(t *testing.T) {
+	t.Parallel()
 	s, _ := openSQLite(t)
 	a, err := audit.New(s, nil)
 	if err != nil {
@@ -206,6 +211,7 @@ func TestStartCancelled(t *testing.T) {
 // credentials and the names the call lists, at any depth; large or
 // invalid arguments are recorded by digest only.
 func TestArgs(t *testing.T) {
+	t.Parallel()
 	s, _ := openSQLite(t)
 	a, err := audit.New(s, &audit.Options{MaxArgsBytes: 200, Levels: map[hints.Effect]audit.Level{hints.EffectRead: audit.LevelFull}})
 	if err != nil {
@@ -262,6 +268,7 @@ func TestArgs(t *testing.T) {
 
 // TestEndAfterClose: a call that ends after Close is still written.
 func TestEndAfterClose(t *testing.T) {
+	t.Parallel()
 	s, _ := openSQLite(t)
 	a, err := audit.New(s, nil)
 	if err != nil {

@@ -26,6 +26,7 @@ func record() *audit.Record {
 // TestRecordJSON: a record survives its JSON Lines form; an unended one
 // has no "ended".
 func TestRecordJSON(t *testing.T) {
+	t.Parallel()
 	r := record()
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -83,6 +84,7 @@ func seq(rs []*audit.Record, err error) iter.Seq2[*audit.Record, error] {
 // TestWriteStopsAtError: an export reports the store's error after the
 // records before it.
 func TestWriteStopsAtError(t *testing.T) {
+	t.Parallel()
 	boom := errors.New("connection lost")
 	var b strings.Builder
 	n, err := audit.WriteJSONL(&b, seq([]*audit.Record{record(), record()}, boom))
@@ -99,6 +101,7 @@ func TestWriteStopsAtError(t *testing.T) {
 // TestTextIsSanitized: what a client or server said cannot reach a
 // terminal as control characters.
 func TestTextIsSanitized(t *testing.T) {
+	t.Parallel()
 	r := record()
 	r.Tool, r.Reason, r.Error, r.Principal = "evil\x1b[2J", "line1\nline2\x1b]0;x\x07", "bad\u202e", "al\x07ice"
 	r.Redactions = map[string]int{"e\x1bmail": 1}

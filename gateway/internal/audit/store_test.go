@@ -14,6 +14,7 @@ import (
 var now = time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
 
 func TestParseFilter(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		query string
 		want  audit.Filter

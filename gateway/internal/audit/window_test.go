@@ -56,6 +56,7 @@ func wantBatches(t *testing.T, s *batchStore, when string, want ...int) {
 // TestGroupCommit: the records that end within one window are written in
 // one transaction when it passes, or as soon as BatchSize of them wait.
 func TestGroupCommit(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		const window = 2 * time.Millisecond
 		s := &batchStore{}
@@ -88,6 +89,7 @@ func TestGroupCommit(t *testing.T) {
 // TestCloseFlushesWindow: Close writes the records gathered in the window
 // at once, and its goroutine ends.
 func TestCloseFlushesWindow(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := &batchStore{}
 		a, err := audit.New(s, &audit.Options{Window: time.Hour})
@@ -108,6 +110,7 @@ func TestCloseFlushesWindow(t *testing.T) {
 
 // TestNoWindow: a negative window writes what is queued without waiting.
 func TestNoWindow(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := &batchStore{}
 		a, err := audit.New(s, &audit.Options{Window: -1})

@@ -13,6 +13,7 @@ import (
 // on a non-loopback address, and per request for a client that did not
 // come through a loopback address or names another host.
 func TestAnonymous(t *testing.T) {
+	t.Parallel()
 	for addr, ok := range map[string]bool{
 		"127.0.0.1:8080": true, "[::1]:8080": true, "localhost:8080": true, "": true,
 		"0.0.0.0:8080": false, ":8080": false, "[::]:8080": false, "10.1.2.3:8080": false, "/run/preflight.sock": false,
@@ -64,6 +65,7 @@ func TestAnonymous(t *testing.T) {
 // TestFromContext checks that a request that skipped the middleware has no
 // principal, rather than an anonymous one.
 func TestFromContext(t *testing.T) {
+	t.Parallel()
 	if p, ok := FromContext(context.Background()); ok || p.Anonymous() || p.String() != "" {
 		t.Errorf("FromContext of a bare context = %+v, %v", p, ok)
 	}

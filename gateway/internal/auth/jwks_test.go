@@ -24,6 +24,7 @@ import (
 // with the new key makes the gateway fetch the keys again (once the bound
 // allows), and the old key is then gone.
 func TestKeyRotation(t *testing.T) {
+	t.Parallel()
 	is, g := oauthGateway(t, OAuth{JWKSMinInterval: time.Minute}, key("rsa"))
 	old := sign(t, key("rsa"), is.claims(g.resource))
 	if r := g.get(t, bearer(old)); r.status != 200 {
@@ -68,6 +69,7 @@ func TestKeyRotation(t *testing.T) {
 // published, concurrently and then one after another: the keys are
 // fetched once per jwksMinInterval at most.
 func TestUnknownKidFlood(t *testing.T) {
+	t.Parallel()
 	is, g := oauthGateway(t, OAuth{}, key("ed"))
 	if r := g.get(t, bearer(sign(t, key("ed"), is.claims(g.resource)))); r.status != 200 {
 		t.Fatalf("%d %q", r.status, r.challenge)
@@ -118,6 +120,7 @@ func TestUnknownKidFlood(t *testing.T) {
 // TestKeyRefresh checks that keys older than jwksRefresh are fetched
 // again, and that keys which cannot be fetched again are still used.
 func TestKeyRefresh(t *testing.T) {
+	t.Parallel()
 	is, g := oauthGateway(t, OAuth{JWKSRefresh: 10 * time.Minute}, key("ec"))
 	tok := sign(t, key("ec"), is.claims(g.resource))
 	for range 3 {
@@ -153,6 +156,7 @@ func TestKeyRefresh(t *testing.T) {
 // 503 with Retry-After (not a 401 that would send the client to log in
 // again), until the issuer answers and the bound allows a fetch.
 func TestKeysUnavailable(t *testing.T) {
+	t.Parallel()
 	is := newIssuer(t, key("rsa"))
 	is.down.Store(true)
 	g := newGateway(t, Options{OAuth: &OAuth{Issuer: is.srv.URL}, Logger: discardLogger()})
@@ -179,6 +183,7 @@ func TestKeysUnavailable(t *testing.T) {
 // MCP authorization spec in order, the issuer in the document checked,
 // and a configured jwksUrl used without discovery.
 func TestDiscovery(t *testing.T) {
+	t.Parallel()
 	if got, _ := metadataURLs("https://a.example.com/tenant1/"); strings.Join(got, " ") !=
 		"https://a.example.com/.well-known/oauth-authorization-server/tenant1 https://a.example.com/.well-known/openid-configuration/tenant1 https://a.example.com/tenant1/.well-known/openid-configuration" {
 		t.Errorf("with a path: %q", got)
@@ -240,6 +245,7 @@ func jwtClaims(iss, aud string) map[string]any {
 // TestParseJWKS checks what a key set may hold: usable keys are kept, the
 // rest skipped.
 func TestParseJWKS(t *testing.T) {
+	t.Parallel()
 	ed := jwkOf(key("ed"))
 	rsaJWK := jwkOf(key("rsa"))
 	ec := jwkOf(key("ec"))
@@ -299,6 +305,7 @@ func TestParseJWKS(t *testing.T) {
 // TestKidlessTokens checks tokens without a kid: tried against the keys
 // of their algorithm, up to a few.
 func TestKidlessTokens(t *testing.T) {
+	t.Parallel()
 	is, g := oauthGateway(t, OAuth{}, key("ed"), key("rsa"))
 	k := key("ed")
 	k.kid = ""
@@ -322,6 +329,7 @@ func TestKidlessTokens(t *testing.T) {
 // TestParseJWKSSkipsBadKeys puts one bad key before a good one: each key
 // is parsed on its own, so the bad one is skipped and the good one kept.
 func TestParseJWKSSkipsBadKeys(t *testing.T) {
+	t.Parallel()
 	enc := base64.RawURLEncoding.EncodeToString
 	ed, ec := jwkOf(key("ed")), jwkOf(key("ec"))
 	edPub := key("ed").signer.Public().(ed25519.PublicKey)

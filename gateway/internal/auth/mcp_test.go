@@ -148,6 +148,7 @@ func whoami(t *testing.T, url, token, version string) (who, error) {
 // SDK's req.Extra.TokenInfo), never the client's token, and the upstream
 // gets the upstream's own token and none of the client's credentials.
 func TestMCPPrincipal(t *testing.T) {
+	t.Parallel()
 	up := newUpstream(t)
 	c, tokens := staticConfig(t, 2)
 	is := newIssuer(t, key("ec"))
@@ -249,6 +250,7 @@ func TestMCPPrincipal(t *testing.T) {
 // credentials through UpstreamTransport to a real server: none arrives,
 // the upstream's own do, and the caller's request is left as it was.
 func TestUpstreamTransport(t *testing.T) {
+	t.Parallel()
 	var got http.Header
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r.Header.Clone() }))
 	defer srv.Close()

@@ -13,6 +13,7 @@ import (
 // path-suffixed URL of RFC 9728 and at the root URL the MCP spec also
 // allows, and checks what else is there.
 func TestMetadata(t *testing.T) {
+	t.Parallel()
 	is, g := oauthGateway(t, OAuth{Scopes: []string{"mcp:tools"}}, key("rsa"))
 	base := strings.TrimSuffix(g.resource, "/mcp")
 	want := map[string]any{
@@ -59,6 +60,7 @@ func TestMetadata(t *testing.T) {
 // TestMetadataURL checks where the metadata is for resources of each
 // shape, and that without OAuth nothing is served.
 func TestMetadataURL(t *testing.T) {
+	t.Parallel()
 	for resource, want := range map[string]string{
 		"https://mcp.example.com/mcp":        "https://mcp.example.com/.well-known/oauth-protected-resource/mcp",
 		"https://mcp.example.com":            "https://mcp.example.com/.well-known/oauth-protected-resource",

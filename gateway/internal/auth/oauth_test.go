@@ -27,8 +27,10 @@ func oauthGateway(t testing.TB, o OAuth, keys ...testKey) (*issuer, *gateway) {
 // TestOAuthTokens checks JWTs of each algorithm over HTTP: what is
 // accepted and what is refused, with the challenge each refusal carries.
 func TestOAuthTokens(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"rsa", "ec", "ed"} {
 		t.Run(key(name).alg, func(t *testing.T) {
+			t.Parallel()
 			k := key(name)
 			is, g := oauthGateway(t, OAuth{}, key("rsa"), key("ec"), key("ed"))
 			md := `resource_metadata="` + g.a.MetadataURL() + `"`
@@ -99,6 +101,7 @@ func TestOAuthTokens(t *testing.T) {
 // TestOAuthAlgorithms checks that only the configured asymmetric
 // algorithms verify: never none, never HMAC keyed with a public key.
 func TestOAuthAlgorithms(t *testing.T) {
+	t.Parallel()
 	is, g := oauthGateway(t, OAuth{Algorithms: []string{"RS256", "ES256"}}, key("rsa"), key("ec"), key("ed"), key("ec384"))
 	claims := is.claims(g.resource)
 	notAllowed := `Bearer error="invalid_token", error_description="signature algorithm not allowed", resource_metadata="` + g.a.MetadataURL() + `"`
@@ -160,6 +163,7 @@ func TestOAuthAlgorithms(t *testing.T) {
 // scopes to ask for, as the MCP authorization spec describes, and the
 // scope claim in either form.
 func TestOAuthScopes(t *testing.T) {
+	t.Parallel()
 	is, g := oauthGateway(t, OAuth{Scopes: []string{"mcp:tools", "files:read"}}, key("ed"))
 	md := `resource_metadata="` + g.a.MetadataURL() + `"`
 	for _, tc := range []struct {
@@ -198,6 +202,7 @@ func TestOAuthScopes(t *testing.T) {
 // parser reads resource_metadata, and the SDK's client fetches and
 // validates the metadata it names.
 func TestMissingToken(t *testing.T) {
+	t.Parallel()
 	is, g := oauthGateway(t, OAuth{PrincipalClaim: "email"}, key("rsa"))
 	r := g.get(t)
 	if r.status != http.StatusUnauthorized || !strings.Contains(r.body, "a bearer token is required") {
@@ -230,6 +235,7 @@ func TestMissingToken(t *testing.T) {
 // TestVerifiedCache checks the memory of verified tokens: a token is
 // remembered, yet refused once it expires; the memory is bounded.
 func TestVerifiedCache(t *testing.T) {
+	t.Parallel()
 	is, g := oauthGateway(t, OAuth{}, key("ed"))
 	claims := is.claims(g.resource)
 	claims["exp"] = time.Now().Add(2 * time.Minute).Unix()

@@ -180,6 +180,7 @@ func checkPageSignIn(t *testing.T, a *Authenticator, alice, bob, wrong string) {
 
 // TestPageSignInStatic signs in to the approval page with static tokens.
 func TestPageSignInStatic(t *testing.T) {
+	t.Parallel()
 	var c Options
 	var toks []string
 	for _, name := range []string{"alice", "bob"} {
@@ -201,6 +202,7 @@ func TestPageSignInStatic(t *testing.T) {
 // TestPageSignInOAuth signs in with JWTs of a local issuer: the audience,
 // issuer and expiry are checked as for /mcp.
 func TestPageSignInOAuth(t *testing.T) {
+	t.Parallel()
 	k := key("ec")
 	is, g := oauthGateway(t, OAuth{}, k)
 	alice := sign(t, k, is.claims(g.resource))
@@ -230,6 +232,7 @@ func TestPageSignInOAuth(t *testing.T) {
 // TestPageSignInLimits refuses an oversized credential unread and stops
 // a client address after repeated failures, even with a right token.
 func TestPageSignInLimits(t *testing.T) {
+	t.Parallel()
 	tok, entry, err := NewToken("alice")
 	if err != nil {
 		t.Fatal(err)

@@ -30,6 +30,7 @@ func staticConfig(t testing.TB, n int) (Options, []string) {
 // TestStaticTokens sends right, wrong and malformed static tokens over
 // HTTP.
 func TestStaticTokens(t *testing.T) {
+	t.Parallel()
 	c, tokens := staticConfig(t, 3)
 	g := newGateway(t, c)
 
@@ -93,6 +94,7 @@ func flip(c byte) string {
 // matches the first, the last or none, so that the time taken does not
 // say which (a loop that stopped at the match would fail here).
 func TestStaticCompareConstantTime(t *testing.T) {
+	t.Parallel()
 	c, tokens := staticConfig(t, 5)
 	s, err := newStaticTokens(c.Tokens)
 	if err != nil {
@@ -126,6 +128,7 @@ func TestStaticCompareConstantTime(t *testing.T) {
 }
 
 func TestHashToken(t *testing.T) {
+	t.Parallel()
 	// The SHA-256 of "test", as sha256sum prints it.
 	if got := HashToken("test"); got != "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" {
 		t.Errorf("HashToken(test) = %s", got)
@@ -160,6 +163,7 @@ func TestHashToken(t *testing.T) {
 // TestNewRefuses checks that New refuses what it cannot use safely, when
 // a config did not come through config.Parse.
 func TestNewRefuses(t *testing.T) {
+	t.Parallel()
 	good := OAuth{Issuer: "https://a.example.com", Resource: "https://m.example.com/mcp"}
 	for name, c := range map[string]Options{
 		"bad hash":       {Tokens: []Token{{Principal: "a", SHA256: "sha256:00"}}},

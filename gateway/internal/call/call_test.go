@@ -34,6 +34,7 @@ type scoped struct{ trace }
 func (s *scoped) Methods() []string { return s.methods }
 
 func TestCompile(t *testing.T) {
+	t.Parallel()
 	var log []string
 	final := call.HandlerFunc(func(_ context.Context, c *call.Call) (json.RawMessage, error) {
 		log = append(log, "forward:"+c.Method)
@@ -64,6 +65,7 @@ func TestCompile(t *testing.T) {
 }
 
 func TestCompileRefusesTwoNames(t *testing.T) {
+	t.Parallel()
 	defer func() {
 		if recover() == nil {
 			t.Error("two stages named alike were compiled")
@@ -74,6 +76,7 @@ func TestCompileRefusesTwoNames(t *testing.T) {
 }
 
 func TestForClient(t *testing.T) {
+	t.Parallel()
 	modern := &call.Client{Version: "2026-07-28"}
 	legacy := &call.Client{Version: "2025-11-25"}
 	for _, tc := range []struct {
@@ -92,6 +95,7 @@ func TestForClient(t *testing.T) {
 }
 
 func TestArgs(t *testing.T) {
+	t.Parallel()
 	c := &call.Call{Method: call.ToolsCall, Arguments: json.RawMessage(`{"a":1}`)}
 	a, err := c.Args()
 	if err != nil || a["a"] != float64(1) {
@@ -132,6 +136,7 @@ func (hello) Serve(ctx context.Context, c *call.Call, next call.Handler) (json.R
 }
 
 func TestRawMergesMeta(t *testing.T) {
+	t.Parallel()
 	r := call.NewRaw(json.RawMessage(`{"content":[],"_meta":{"a":1,"io.modelcontextprotocol/serverInfo":{"name":"up"}}}`))
 	r.Meta = mcp.Meta{"io.modelcontextprotocol/serverInfo": map[string]any{"name": "gw"}, "b": true}
 	b, err := json.Marshal(r)

@@ -34,6 +34,7 @@ func tracedChain(final call.HandlerFunc) (*call.Chain, *tracetest.SpanRecorder) 
 }
 
 func TestCompileTraced(t *testing.T) {
+	t.Parallel()
 	ch, rec := tracedChain(func(_ context.Context, c *call.Call) (json.RawMessage, error) {
 		c.Outcome = "ok"
 		c.Decision = &call.Decision{Verdict: call.Allow}
@@ -83,6 +84,7 @@ func TestCompileTraced(t *testing.T) {
 }
 
 func TestCompileTracedHeaderAndError(t *testing.T) {
+	t.Parallel()
 	ch, rec := tracedChain(func(context.Context, *call.Call) (json.RawMessage, error) {
 		return nil, errors.New("upstream down")
 	})

@@ -26,6 +26,7 @@ func exposed(v *View) []string {
 }
 
 func TestSingleUpstreamKeepsNames(t *testing.T) {
+	t.Parallel()
 	v := Build([]*Listing{{Upstream: "files", Tools: tools("files", "read", "write")}}, false)
 	if got, want := exposed(v), []string{"files:read", "files:write"}; !slices.Equal(got, want) {
 		t.Errorf("tools = %v, want %v", got, want)
@@ -36,6 +37,7 @@ func TestSingleUpstreamKeepsNames(t *testing.T) {
 }
 
 func TestPrefixes(t *testing.T) {
+	t.Parallel()
 	v := Build([]*Listing{
 		{Upstream: "files", Tools: tools("files", "read")},
 		{Upstream: "mem", Naming: Naming{Prefix: "m", Separator: "."}, Tools: tools("mem", "read")},
@@ -53,6 +55,7 @@ func TestPrefixes(t *testing.T) {
 }
 
 func TestInvalidAndOverlongNamesAreSkipped(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 125) // 125 + "a__" = 128: fits; "ab__" + 125 = 129: does not
 	v := Build([]*Listing{
 		{Upstream: "a", Tools: tools("a", long, "has space")},
@@ -73,6 +76,7 @@ func TestInvalidAndOverlongNamesAreSkipped(t *testing.T) {
 }
 
 func TestClashesSkipEveryClaimant(t *testing.T) {
+	t.Parallel()
 	// "a" + "__" + "b__c" and "a__b" + "__" + "c" are both "a__b__c".
 	v := Build([]*Listing{
 		{Upstream: "a", Tools: tools("a", "b__c", "ok")},
@@ -87,6 +91,7 @@ func TestClashesSkipEveryClaimant(t *testing.T) {
 }
 
 func TestFilters(t *testing.T) {
+	t.Parallel()
 	v := Build([]*Listing{{
 		Upstream: "gh",
 		Naming:   Naming{Include: []string{"get_*", "list_*"}, Exclude: []string{"get_secret*"}},
@@ -104,6 +109,7 @@ func TestFilters(t *testing.T) {
 }
 
 func TestResources(t *testing.T) {
+	t.Parallel()
 	v := Build([]*Listing{
 		{Upstream: "a", Resources: []*Resource{{Upstream: "a", URI: "file:///x"}, {Upstream: "a", URI: "test://dup"}, {Upstream: "a", URI: "file:///x"}, {Upstream: "a", URI: "tie://"}, {Upstream: "a", URI: "own://1"}},
 			Templates: []*Template{{Upstream: "a", URITemplate: "test://template/{id}/data"}, {Upstream: "a", URITemplate: "file:///home/{name}"}}},
@@ -213,6 +219,7 @@ func TestResources(t *testing.T) {
 }
 
 func TestMerge(t *testing.T) {
+	t.Parallel()
 	pub := func(ttl int) Cache { return Cache{Listed: true, TTLMs: ttl, Scope: ScopePublic} }
 	for _, tc := range []struct {
 		name  string
@@ -233,6 +240,7 @@ func TestMerge(t *testing.T) {
 }
 
 func TestValidName(t *testing.T) {
+	t.Parallel()
 	for name, ok := range map[string]bool{
 		"a": true, "get_issue": true, "a.b-c_D9": true, strings.Repeat("a", 128): true,
 		"": false, strings.Repeat("a", 129): false, "a b": false, "é": false, "a/b": false,

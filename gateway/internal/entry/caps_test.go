@@ -23,6 +23,7 @@ func FuzzMetaCapabilities(f *testing.F) {
 }
 
 func TestMetaCapabilities(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		meta string
 		url  bool

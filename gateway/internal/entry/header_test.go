@@ -19,6 +19,7 @@ var mirrored = &mcp.Tool{Name: "t", InputSchema: json.RawMessage(`{"type":"objec
 	"note":{"type":"string"}}}`)}
 
 func TestCheckHeaders(t *testing.T) {
+	t.Parallel()
 	m, err := Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"region":"eu","count":3},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`))
 	if err != nil {
 		t.Fatal(err)

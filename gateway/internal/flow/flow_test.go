@@ -35,6 +35,7 @@ func result(text string) json.RawMessage {
 // arguments carry a value whole or as a token of a longer string; other
 // scopes see nothing.
 func TestTracker(t *testing.T) {
+	t.Parallel()
 	tr := newTracker(t, flow.Options{})
 	ctx := context.Background()
 	src := state.FlowSource{Upstream: "fs", Tool: "fs__read_text_file", Call: 1}
@@ -88,6 +89,7 @@ func TestTracker(t *testing.T) {
 // TestTrackerKeyed: two trackers with one secret over one store (two
 // replicas) find each other's values; with another secret they do not.
 func TestTrackerKeyed(t *testing.T) {
+	t.Parallel()
 	s := state.NewMemory(nil)
 	defer s.Close()
 	ctx := context.Background()
@@ -115,6 +117,7 @@ func TestTrackerKeyed(t *testing.T) {
 // name; a value of the destination's own does not hide another's; too many
 // strings to look up are an error; one result cannot flush a scope.
 func TestCheckBypasses(t *testing.T) {
+	t.Parallel()
 	tr := newTracker(t, flow.Options{Max: 64})
 	ctx := context.Background()
 	scope := flow.Scope("alice", "")

@@ -25,6 +25,7 @@ func tokens(text string) []string {
 // file, JSON, SQL, a URL, a header), and ordinary words, identifiers and
 // numbers are not.
 func TestTokens(t *testing.T) {
+	t.Parallel()
 	for _, text := range []string{
 		"DEBUG=1\nGITHUB_TOKEN=" + githubPAT + "\nAWS_ACCESS_KEY_ID=" + awsKey + "\nSTRIPE_KEY=\"" + stripeKey + "\"\n",
 		`INSERT INTO notes(body) VALUES ('` + githubPAT + `'), ('` + awsKey + `'); -- ` + stripeKey,

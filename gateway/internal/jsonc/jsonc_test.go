@@ -8,6 +8,7 @@ import (
 )
 
 func TestStrip(t *testing.T) {
+	t.Parallel()
 	in := "{\n  // a comment\n  \"a\": \"// not one\", /* block\n */ \"b\": [1, 2,],\n}\n"
 	out, bad := jsonc.Strip([]byte(in))
 	if bad != -1 || len(out) != len(in) {

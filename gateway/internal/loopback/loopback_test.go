@@ -7,6 +7,7 @@ import (
 )
 
 func TestIs(t *testing.T) {
+	t.Parallel()
 	for addr, want := range map[string]bool{
 		"127.0.0.1:8080": true, "127.9.9.9": true, "[::1]:1": true, "::1": true, "localhost:80": true, "LocalHost": true,
 		"[::ffff:127.0.0.1]:80": true,

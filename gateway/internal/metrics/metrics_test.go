@@ -16,6 +16,7 @@ import (
 // "other", so a caller's mistake cannot grow the series; a nil *Metrics
 // records nothing.
 func TestBounded(t *testing.T) {
+	t.Parallel()
 	m := metrics.New(&metrics.Options{NoRuntime: true})
 	for i := range 100 {
 		m.Call(metrics.Call{Server: "s", Method: "x", Tool: "t", Effect: string(rune('a' + i%26)), Decision: "maybe", Outcome: "weird"})
@@ -59,6 +60,7 @@ func TestBounded(t *testing.T) {
 // the text format; an unknown event (a principal passed by mistake) is
 // "other".
 func TestSignIn(t *testing.T) {
+	t.Parallel()
 	m := metrics.New(&metrics.Options{NoRuntime: true})
 	for _, e := range []string{"connected", "connected", "refreshed", "refresh_failed", "refused", "not_connected", "alice"} {
 		m.SignIn("github", e)

@@ -32,6 +32,7 @@ func names(ts []*catalog.Tool) []string {
 // TestSync: a tool the SDK server refuses is a problem and leaves the
 // view; the others are registered, and dropped once the view lacks them.
 func TestSync(t *testing.T) {
+	t.Parallel()
 	s := mcp.NewServer(&mcp.Implementation{Name: "test"}, nil)
 	rs := resolve.NewServer(s, nil)
 	m := New(s, rs, resolve.ResolverFunc(func(context.Context, *resolve.Call) (resolve.Resolution, error) {

@@ -39,6 +39,7 @@ func FuzzMemoKey(f *testing.F) {
 // TestMemoKeyTypes checks the key of values a server's own tools hold
 // (raw JSON, typed schemas) and that they differ by content.
 func TestMemoKeyTypes(t *testing.T) {
+	t.Parallel()
 	type schema struct {
 		Type string `json:"type"`
 	}

@@ -9,6 +9,7 @@ import (
 // TestAllowedRemembersNothingOfUnknownServers checks that calls naming
 // servers no Check has seen do not grow the Pinner's memory.
 func TestAllowedRemembersNothingOfUnknownServers(t *testing.T) {
+	t.Parallel()
 	p := New(NewMemoryStore(0), nil)
 	for i := range 1000 {
 		if err := p.Allowed(context.Background(), fmt.Sprint("server", i), "tool"); err != nil {

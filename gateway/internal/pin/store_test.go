@@ -11,11 +11,13 @@ import (
 )
 
 func TestMemoryStore(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, storetest.Factory{Open: func(*testing.T) pin.Store { return pin.NewMemoryStore(0) }})
 }
 
 // TestMemoryStoreLimit checks that the memory store is bounded.
 func TestMemoryStoreLimit(t *testing.T) {
+	t.Parallel()
 	s := pin.NewMemoryStore(2)
 	ctx := context.Background()
 	for i, name := range []string{"a", "b", "c"} {

@@ -22,6 +22,7 @@ import (
 // as a tool error that names the change, and the upstream is never called;
 // after the approval, the call goes through.
 func TestOnTheWire(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var upstreamCalls atomic.Int32
 	upstream := mcp.NewServer(&mcp.Implementation{Name: "files", Version: "v1"}, nil)

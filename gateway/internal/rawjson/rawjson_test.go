@@ -8,6 +8,7 @@ import (
 )
 
 func TestGetSetDelete(t *testing.T) {
+	t.Parallel()
 	obj := []byte(` { "name" : "read", "annotations":{"readOnlyHint":false,"x":[1,"}",{"a":"\""}]},"n":-1.5e3 , "esc\u0061pe":true } `)
 	v, ok, err := Get(obj, "annotations")
 	if err != nil || !ok || string(v) != `{"readOnlyHint":false,"x":[1,"}",{"a":"\""}]}` {
@@ -56,6 +57,7 @@ func TestGetSetDelete(t *testing.T) {
 }
 
 func TestElements(t *testing.T) {
+	t.Parallel()
 	els, err := Elements([]byte(` [ {"name":"a"} , "x]" ,3,[true]] `))
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +75,7 @@ func TestElements(t *testing.T) {
 }
 
 func TestRefusesNonObjects(t *testing.T) {
+	t.Parallel()
 	for _, in := range []string{``, `[]`, `"x"`, `{`, `{"a"}`, `{"a":}`, `{"a":1,}`, `{"a":1} x`, `{"a":"1}`, `{1:2}`} {
 		if _, err := Members([]byte(in)); err == nil {
 			t.Errorf("Members(%q) succeeded", in)
@@ -130,6 +133,7 @@ func FuzzMembers(f *testing.F) {
 }
 
 func TestDuplicate(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		obj  string
 		key  string

@@ -83,6 +83,7 @@ func startFiles(t *testing.T, bin string, args ...string) string {
 // authorizes 2026-07-28 calls through the other; legacy sessions stay
 // isolated (a session lives in one process).
 func TestTwoProcessesShareRedis(t *testing.T) {
+	t.Parallel()
 	bin := buildFiles(t)
 	args := []string{"-redis", redistest.Addr(t), "-redis-prefix", redistest.Prefix(t)}
 	a := startFiles(t, bin, args...)

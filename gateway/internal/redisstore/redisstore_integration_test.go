@@ -34,6 +34,7 @@ func client(t *testing.T) *redis.Client {
 // TestStore: grants, lookups, isolation between scopes and prefixes,
 // expiry set by Redis and extended by each grant, forgetting.
 func TestStore(t *testing.T) {
+	t.Parallel()
 	c := client(t)
 	prefix := redistest.Prefix(t)
 	s := redisstore.New(c, &redisstore.Options{Prefix: prefix})
@@ -113,6 +114,7 @@ func replica(t *testing.T, store disclose.Store) string {
 // (one shared scope) and per principal; another deployment prefix sees
 // nothing.
 func TestReplicasShareState(t *testing.T) {
+	t.Parallel()
 	c := client(t)
 	prefix := redistest.Prefix(t)
 	a := replica(t, redisstore.New(c, &redisstore.Options{Prefix: prefix}))

@@ -13,6 +13,7 @@ import (
 // TestStoreDown: an unreachable Redis is an error, which the server turns
 // into AUTHORIZATION_UNAVAILABLE.
 func TestStoreDown(t *testing.T) {
+	t.Parallel()
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: time.Second})
 	defer c.Close()
 	s := redisstore.New(c, nil)

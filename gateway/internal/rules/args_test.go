@@ -9,6 +9,7 @@ import (
 )
 
 func TestDecode(t *testing.T) {
+	t.Parallel()
 	r := compile(t, Server{})
 	for _, c := range []struct {
 		raw  string

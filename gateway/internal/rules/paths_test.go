@@ -3,6 +3,7 @@ package rules
 import "testing"
 
 func TestCleanPath(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		".env":                    ".env",
 		".env/":                   ".env",
@@ -26,6 +27,7 @@ func TestCleanPath(t *testing.T) {
 // every spelling the server opens as the same file; one given a value
 // that is not a string fails, and the call resolves to static.
 func TestCleanPathInRules(t *testing.T) {
+	t.Parallel()
 	r := compile(t, Server{Rules: []Rule{{
 		Name: "env", Tools: []string{"manage_files"},
 		When:  `cleanPath(args.path).matches(r"(^|/)\.env$")`,
@@ -48,6 +50,7 @@ func TestCleanPathInRules(t *testing.T) {
 
 // TestCleanPathInConditions: decision conditions have cleanPath too.
 func TestCleanPathInConditions(t *testing.T) {
+	t.Parallel()
 	c, err := CompileCondition(`cleanPath(args.path) == "logs"`, 0)
 	if err != nil {
 		t.Fatal(err)

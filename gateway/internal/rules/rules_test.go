@@ -67,6 +67,7 @@ func mustResolve(t *testing.T, r *Rules, c Call, up UpstreamResolver) Result {
 }
 
 func TestCompileErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		s    Server
@@ -98,6 +99,7 @@ func TestCompileErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := Compile(Config{Servers: map[string]Server{"up": c.s}})
 			if err == nil {
 				t.Fatal("no error")
@@ -112,6 +114,7 @@ func TestCompileErrors(t *testing.T) {
 }
 
 func TestSchemaChecks(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		when string
 		want string
@@ -131,6 +134,7 @@ func TestSchemaChecks(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.when, func(t *testing.T) {
+			t.Parallel()
 			r := compile(t, Server{Rules: []Rule{{Name: "r", Tools: []string{"manage_files"}, When: c.when, Annotations: readOnly}}})
 			tool := filesTool()
 			err := r.SetTools("up", []*mcp.Tool{tool})
@@ -162,6 +166,7 @@ func TestSchemaChecks(t *testing.T) {
 }
 
 func TestRuleContradictingItsTool(t *testing.T) {
+	t.Parallel()
 	// A rule that says "delete" but leaves the tool read-only.
 	r := compile(t, Server{Rules: []Rule{{Name: "r", Tools: []string{"t"}, Hints: HintPatch{Effect: "delete"}}}})
 	err := r.SetTools("up", []*mcp.Tool{{Name: "t", InputSchema: map[string]any{"type": "object"}, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}})
@@ -173,6 +178,7 @@ func TestRuleContradictingItsTool(t *testing.T) {
 // TestFirstMatchWins: rules are tried in order, deployer before pack, and
 // the first match decides.
 func TestFirstMatchWins(t *testing.T) {
+	t.Parallel()
 	r := compile(t, Server{
 		Rules: []Rule{
 			{Name: "read", Tools: []string{"manage_files"}, When: `args.action == "read"`, Annotations: readOnly, Hints: HintPatch{Effect: "read"}},
@@ -204,6 +210,7 @@ func TestFirstMatchWins(t *testing.T) {
 // TestEvaluationErrorStops: a rule that fails (it reads an argument the
 // client left out) never lets a later, less cautious rule decide.
 func TestEvaluationErrorStops(t *testing.T) {
+	t.Parallel()
 	r := compile(t, Server{Rules: []Rule{
 		{Name: "forced", Tools: []string{"manage_files"}, When: `args.force == true`, Hints: HintPatch{RequiresConfirmation: ptr(true)}},
 		{Name: "rest", Tools: []string{"manage_files"}, Annotations: readOnly},
@@ -223,6 +230,7 @@ func TestEvaluationErrorStops(t *testing.T) {
 }
 
 func TestPartialPatchKeepsStatic(t *testing.T) {
+	t.Parallel()
 	// The rule only says the call is not destructive; the closed world
 	// and the rest of the static declaration stay.
 	r := compile(t, Server{Rules: []Rule{{Name: "append", Tools: []string{"manage_files"}, When: `args.action == "append"`, Annotations: additive}}})
@@ -237,6 +245,7 @@ func TestPartialPatchKeepsStatic(t *testing.T) {
 }
 
 func TestPrincipalAndServer(t *testing.T) {
+	t.Parallel()
 	r := compile(t, Server{Rules: []Rule{
 		{Name: "ops", When: `principal == "ops@example.com" && server == "up" && tool.startsWith("manage")`, Hints: HintPatch{RequiresConfirmation: ptr(false)}},
 	}})
@@ -252,6 +261,7 @@ func TestPrincipalAndServer(t *testing.T) {
 }
 
 func TestOverrides(t *testing.T) {
+	t.Parallel()
 	r := compile(t, Server{
 		Rules: []Rule{{Name: "read", Tools: []string{"manage_files"}, When: `args.action == "read"`, Annotations: readOnly, Hints: HintPatch{Effect: "read"}}},
 		Overrides: map[string]Override{
@@ -281,6 +291,7 @@ func TestOverrides(t *testing.T) {
 }
 
 func TestArguments(t *testing.T) {
+	t.Parallel()
 	r := compile(t, Server{Rules: []Rule{{Name: "read", Tools: []string{"manage_files"}, When: `args.?action.orValue("") == "read"`, Annotations: readOnly}}})
 	tool := filesTool()
 	for _, bad := range []string{`[1]`, `"x"`, `{"action":`, `{"action":"read"}}`, `12`} {
@@ -323,6 +334,7 @@ func (s *server) ruleList() []Rule {
 }
 
 func TestUnknownServerAndToolsWithoutRules(t *testing.T) {
+	t.Parallel()
 	r := compile(t, Server{})
 	tool := filesTool()
 	res := mustResolve(t, r, Call{Server: "elsewhere", Tool: tool}, nil)
@@ -337,6 +349,7 @@ func TestUnknownServerAndToolsWithoutRules(t *testing.T) {
 // TestSetToolsReplaces: a changed catalog is checked again, and a tool
 // that changed under the same pointer's name is re-checked on use.
 func TestSetToolsReplaces(t *testing.T) {
+	t.Parallel()
 	r := compile(t, Server{Rules: []Rule{{Name: "r", Tools: []string{"manage_files"}, When: `args.action == "read"`, Annotations: readOnly}}})
 	good := filesTool()
 	if err := r.SetTools("up", []*mcp.Tool{good}); err != nil {
@@ -361,6 +374,7 @@ func TestSetToolsReplaces(t *testing.T) {
 }
 
 func TestConcurrentResolve(t *testing.T) {
+	t.Parallel()
 	r := compile(t, Server{Rules: []Rule{{Name: "r", Tools: []string{"manage_files"}, When: `args.action == "read"`, Annotations: readOnly}}})
 	tool := filesTool()
 	var wg sync.WaitGroup
@@ -384,6 +398,7 @@ func TestConcurrentResolve(t *testing.T) {
 }
 
 func TestResolutionForClients(t *testing.T) {
+	t.Parallel()
 	res := Result{
 		Effective: policy.Evaluate(policy.Input{Static: &mcp.ToolAnnotations{ReadOnlyHint: true}}),
 		Meta:      map[string]any{"mcp.dev/effect": "read", "mcp.dev/security-schemes": map[string]any{}, "mcp.dev/policy-hints": map[string]any{"effect": "read"}, "example.com/cost": 3},
@@ -463,9 +478,11 @@ func (u *upstream) listed(t *testing.T) *mcp.Tool {
 }
 
 func TestUpstreamResolves(t *testing.T) {
+	t.Parallel()
 	for _, ext := range []bool{true, false} {
 		shape := map[bool]string{true: "extension", false: "seed"}[ext]
 		t.Run(shape, func(t *testing.T) {
+			t.Parallel()
 			u := startUpstream(t, ext, true)
 			tool := u.listed(t)
 			r := compile(t, Server{})
@@ -494,6 +511,7 @@ func TestUpstreamResolves(t *testing.T) {
 // believed less than it says, nor the pinned declaration more: the more
 // cautious of both is used.
 func TestUpstreamBeyondBounds(t *testing.T) {
+	t.Parallel()
 	u := startUpstream(t, true, true)
 	pinned := u.listed(t)
 	pinned.Annotations = &mcp.ToolAnnotations{ReadOnlyHint: true}
@@ -511,6 +529,7 @@ func TestUpstreamBeyondBounds(t *testing.T) {
 // asking; the upstream's answer wins over the pack; the pack decides when
 // the upstream cannot answer.
 func TestDeployerBeforeUpstreamBeforePack(t *testing.T) {
+	t.Parallel()
 	s := Server{
 		Rules: []Rule{{Name: "mine", Tools: []string{"manage_files"}, When: `args.path.startsWith("/srv/")`, Hints: HintPatch{RequiresConfirmation: ptr(true)}}},
 		Pack:  []Rule{{Name: "pack", Tools: []string{"manage_files"}, When: `args.action == "append"`, Hints: HintPatch{RequiresConfirmation: ptr(true)}}},
@@ -546,6 +565,7 @@ func TestDeployerBeforeUpstreamBeforePack(t *testing.T) {
 // TestUntrusted: an untrusted upstream's annotations and hints, static or
 // resolved, only add caution.
 func TestUntrusted(t *testing.T) {
+	t.Parallel()
 	u := startUpstream(t, true, true)
 	tool := u.listed(t)
 	r := compile(t, Server{Trust: Untrusted})
@@ -578,6 +598,7 @@ func TestUntrusted(t *testing.T) {
 // TestUpstreamTimeout: an upstream that does not answer in time is not
 // waited for; the call resolves without it.
 func TestUpstreamTimeout(t *testing.T) {
+	t.Parallel()
 	r, err := Compile(Config{UpstreamTimeout: 1, Servers: map[string]Server{"up": {}}})
 	if err != nil {
 		t.Fatal(err)
@@ -600,6 +621,7 @@ func TestUpstreamTimeout(t *testing.T) {
 }
 
 func TestUnusableUpstreamAnswers(t *testing.T) {
+	t.Parallel()
 	tool := filesTool()
 	r := compile(t, Server{})
 	for name, res := range map[string]*preflight.ResolveResult{
@@ -618,6 +640,7 @@ func TestUnusableUpstreamAnswers(t *testing.T) {
 }
 
 func TestListing(t *testing.T) {
+	t.Parallel()
 	// A read-only, closed-world tool; a rule says some calls reach out.
 	tool := &mcp.Tool{Name: "lookup", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"url": map[string]any{"type": "string"}}},
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}, Meta: mcp.Meta{"mcp.dev/effect": "read", "mcp.dev/resultSensitivity": "public"}}
@@ -645,6 +668,7 @@ func TestListing(t *testing.T) {
 }
 
 func TestUnlistedToolsReported(t *testing.T) {
+	t.Parallel()
 	r := compile(t, Server{
 		Rules:     []Rule{{Name: "typo", Tools: []string{"manage_file"}, Annotations: readOnly}},
 		Pack:      []Rule{{Name: "pack", Tools: []string{"absent"}, Annotations: readOnly}},

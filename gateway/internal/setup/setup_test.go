@@ -13,6 +13,7 @@ import (
 // with the defaults the configuration applied, and the defaults of both
 // agree.
 func TestAuthOptions(t *testing.T) {
+	t.Parallel()
 	yaml := `servers: {s: {command: x}}
 auth:
   tokens: [{principal: alice, sha256: "sha256:` + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" + `"}]

@@ -17,6 +17,7 @@ import (
 // variables: the service name and the sampler, and that spans go to the
 // endpoint's /v1/traces.
 func TestTracerProvider(t *testing.T) {
+	// Not parallel: it sets environment variables.
 	var (
 		mu    sync.Mutex
 		paths []string

@@ -19,6 +19,7 @@ import (
 // and one that failed, a token the upstream refused and a connection
 // kept, by server; a grant still valid is no event.
 func TestEvents(t *testing.T) {
+	t.Parallel()
 	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		if r.FormValue("refresh_token") != "rt-good" {

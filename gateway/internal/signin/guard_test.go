@@ -14,6 +14,7 @@ import (
 // loopback one also to private and loopback ones, and nobody to
 // link-local (cloud metadata), unspecified or multicast addresses.
 func TestReach(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		upstream string
 		want     reach
@@ -59,6 +60,7 @@ func TestReach(t *testing.T) {
 // TestGuardedClient checks the guard on a real connection: a public
 // upstream's client does not reach a server on loopback.
 func TestGuardedClient(t *testing.T) {
+	t.Parallel()
 	srv := serveOK(t)
 	_, err := reachPublic.client().Get(srv)
 	if err == nil || !strings.Contains(err.Error(), "may not send the gateway there") {

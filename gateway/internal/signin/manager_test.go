@@ -21,6 +21,7 @@ import (
 // for too little scope asks the principal to connect again until they
 // have, here or on another replica.
 func TestIdentityAfterRefusal(t *testing.T) {
+	t.Parallel()
 	key, err := vault.GenerateKey()
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 // TestMigrateTogether: replicas starting together against one PostgreSQL
 // database migrate once, one at a time.
 func TestMigrateTogether(t *testing.T) {
+	t.Parallel()
 	spec := pgtest.NewDatabase(t)
 	fs := migrations("a", 2)
 	// A slow migration keeps the others waiting for the lock, or racing
@@ -43,6 +44,7 @@ func TestMigrateTogether(t *testing.T) {
 // TestPoolMaxConns: a URL's pool_max_conns bounds the pool and is not sent
 // to the server.
 func TestPoolMaxConns(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.NewDatabase(t)
 	sep := "?"
 	if strings.Contains(dsn, "?") {

@@ -56,8 +56,10 @@ func count(t *testing.T, db *sqldb.DB, q string, args ...any) int {
 // table; migrating again is a no-op; a later migration applies; a newer
 // schema is refused; a read-only open only checks.
 func TestMigrate(t *testing.T) {
+	t.Parallel()
 	for dialect, spec := range specs(t) {
 		t.Run(string(dialect), func(t *testing.T) {
+			t.Parallel()
 			ctx := t.Context()
 			db := open(t, spec, nil)
 			a := sqldb.Schema{Migrations: migrations("a", 1), Table: "goose_a"}
@@ -100,8 +102,10 @@ func TestMigrate(t *testing.T) {
 // TestMigrateLegacy: the versions of a store's own migrations table are
 // recorded in the runner's, and only later migrations run.
 func TestMigrateLegacy(t *testing.T) {
+	t.Parallel()
 	for dialect, spec := range specs(t) {
 		t.Run(string(dialect), func(t *testing.T) {
+			t.Parallel()
 			ctx := t.Context()
 			db := open(t, spec, nil)
 			for _, q := range []string{
@@ -131,6 +135,7 @@ func TestMigrateLegacy(t *testing.T) {
 // all open it, migrated once: those that lost the race find the schema
 // current.
 func TestMigrateTogetherSQLite(t *testing.T) {
+	t.Parallel()
 	spec := "sqlite:" + filepath.Join(t.TempDir(), "test.db")
 	fs := migrations("a", 1)
 	fs["002_more.sql"] = &fstest.MapFile{Data: []byte("-- +goose Up\nALTER TABLE a1 ADD COLUMN w TEXT;\n")}
@@ -155,6 +160,7 @@ func TestMigrateTogetherSQLite(t *testing.T) {
 // TestOpen refuses what is not a database spec, without a password in the
 // message, and a missing SQLite file read-only.
 func TestOpen(t *testing.T) {
+	t.Parallel()
 	for spec, want := range map[string]string{
 		"":                             "want sqlite:PATH or postgres://",
 		"audit.db":                     "want sqlite:PATH or postgres://",
@@ -176,6 +182,7 @@ func TestOpen(t *testing.T) {
 }
 
 func TestRebind(t *testing.T) {
+	t.Parallel()
 	for dialect, spec := range specs(t) {
 		db := open(t, spec, nil)
 		want := map[sqldb.Dialect]string{sqldb.SQLite: "a = ? AND b = ?", sqldb.Postgres: "a = $1 AND b = $2"}[dialect]
@@ -186,6 +193,7 @@ func TestRebind(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"postgres://u:pw@h:5432/db?sslmode=disable": "postgres://u:xxxxx@h:5432/db?sslmode=disable",
 		"postgres://u@h/db":                         "postgres://u@h/db",
@@ -206,6 +214,7 @@ func TestRedact(t *testing.T) {
 }
 
 func TestOpenErrorHidesPassword(t *testing.T) {
+	t.Parallel()
 	for _, spec := range []string{
 		"postgres://u:se/cret@h/db",
 		"postgres://u:se@cret@h/db?pool_max_conns=x",

@@ -15,6 +15,7 @@ import (
 
 // TestBus: the same contract from the in-process bus and Redis pub/sub.
 func TestBus(t *testing.T) {
+	// Not parallel: it counts goroutines.
 	for _, d := range deployments() {
 		t.Run(d.name, func(t *testing.T) {
 			t.Run("across replicas", func(t *testing.T) { testDelivery(t, d) })

@@ -15,8 +15,10 @@ import (
 // and nowhere else; calls are counted per scope; a scope keeps its max
 // latest fingerprints.
 func TestFlows(t *testing.T) {
+	t.Parallel()
 	for _, d := range deployments() {
 		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
 			stores := d.replicas(t, 2, nil)
 			a, b := stores[0].Flows, stores[1].Flows
 			ctx := bounded(t)
@@ -61,6 +63,7 @@ func TestFlows(t *testing.T) {
 // their ttl, and the in-process store holds at most FlowCapacity
 // fingerprints in all, dropping the oldest.
 func TestMemoryFlowsExpireAndBound(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := state.NewMemory(&state.Options{FlowCapacity: 4})
 		defer s.Close()

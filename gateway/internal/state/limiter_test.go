@@ -12,8 +12,10 @@ import (
 
 // TestLimiter: the same contract from the in-process limiter and Redis.
 func TestLimiter(t *testing.T) {
+	t.Parallel()
 	for _, d := range deployments() {
 		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
 			t.Run("burst across replicas", func(t *testing.T) { testBurst(t, d) })
 			t.Run("refill", func(t *testing.T) { testRefill(t, d) })
 			t.Run("invalid", func(t *testing.T) { testInvalidLimits(t, d) })

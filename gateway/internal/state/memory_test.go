@@ -15,6 +15,7 @@ import (
 // every entry is unexpired it refuses the new nonce (fail closed) rather
 // than forget a used one, which would let it be replayed.
 func TestMemoryNonceBound(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := state.NewMemory(&state.Options{NonceCapacity: 3})
 		defer s.Close()
@@ -61,6 +62,7 @@ func TestMemoryNonceBound(t *testing.T) {
 // LimiterKeys keys with state; a key is forgotten when its bucket is
 // full again, which frees its place without changing any decision.
 func TestMemoryLimiterBound(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s := state.NewMemory(&state.Options{LimiterKeys: 2})
 		defer s.Close()
@@ -94,6 +96,7 @@ func TestMemoryLimiterBound(t *testing.T) {
 // new epoch, so state sealed by the previous process is refused even
 // though its keys still open it.
 func TestMemoryRestart(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	before := state.NewMemory(nil)
 	n, _ := before.Nonces.Issue(ctx)

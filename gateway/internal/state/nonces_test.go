@@ -12,8 +12,10 @@ import (
 
 // TestNonces: the same contract from the in-process store and Redis.
 func TestNonces(t *testing.T) {
+	t.Parallel()
 	for _, d := range deployments() {
 		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
 			t.Run("single use", func(t *testing.T) { testSingleUse(t, d) })
 			t.Run("concurrent", func(t *testing.T) { testConcurrentUse(t, d) })
 			t.Run("expiry", func(t *testing.T) { testNonceExpiry(t, d) })

@@ -22,6 +22,7 @@ import (
 // nonce issued before: the restart forgot which were used (no
 // persistence), and the epoch changed with it.
 func TestRedisRestart(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, nil)
 	s := state.NewRedis(newClient(t, srv.Addr()), &state.Options{Prefix: redistest.Prefix(t)})
 	defer s.Close()
@@ -106,6 +107,7 @@ func checkUnavailable(t *testing.T, what string, err error, addr, consequence st
 // file may miss the last nonces used, so nothing issued before is
 // trusted, even though the used nonce's key came back.
 func TestRedisRestartPersisted(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, &redistest.ServerOptions{Persist: true})
 	c := newClient(t, srv.Addr())
 	prefix := redistest.Prefix(t)
@@ -129,6 +131,7 @@ func TestRedisRestartPersisted(t *testing.T) {
 // TestRedisFlush: data lost without a restart (FLUSHALL, or the epoch key
 // deleted) changes the epoch too.
 func TestRedisFlush(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, nil)
 	c := newClient(t, srv.Addr())
 	s := state.NewRedis(c, &state.Options{Prefix: redistest.Prefix(t)})
@@ -147,6 +150,7 @@ func TestRedisFlush(t *testing.T) {
 // TestRedisKeys: keys live under the prefix, expire with their ttl, and
 // another prefix is another deployment.
 func TestRedisKeys(t *testing.T) {
+	t.Parallel()
 	c := newClient(t, redistest.Addr(t))
 	prefix := redistest.Prefix(t)
 	s := state.NewRedis(c, &state.Options{Prefix: prefix})
@@ -174,6 +178,7 @@ func TestRedisKeys(t *testing.T) {
 // and its subscribers get a Gap (what was published meanwhile is lost),
 // then every message published after.
 func TestBusResubscribe(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, nil)
 	prefix := redistest.Prefix(t)
 	a := state.NewRedis(newClient(t, srv.Addr()), &state.Options{Prefix: prefix})
@@ -218,6 +223,7 @@ func TestBusResubscribe(t *testing.T) {
 // given (in the durable store) while Redis is away, so its notification
 // cannot be sent; once Redis is back the waiting call is released anyway.
 func TestWaitAcrossRestart(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, nil)
 	prefix := redistest.Prefix(t)
 	a := state.NewRedis(newClient(t, srv.Addr()), &state.Options{Prefix: prefix})
@@ -246,6 +252,7 @@ func TestWaitAcrossRestart(t *testing.T) {
 // after a health interval without an answer to a PING; its subscribers
 // get a Gap, then the messages published after.
 func TestBusStalledConnection(t *testing.T) {
+	t.Parallel()
 	p := newProxy(t, redistest.Addr(t))
 	prefix := redistest.Prefix(t)
 	a := state.NewRedis(newClient(t, p.addr()), &state.Options{Prefix: prefix, HealthInterval: 50 * time.Millisecond})
@@ -275,6 +282,7 @@ func TestBusStalledConnection(t *testing.T) {
 
 // TestUnavailableMessage: the words a person reads.
 func TestUnavailableMessage(t *testing.T) {
+	t.Parallel()
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
 	defer c.Close()
 	s := state.NewRedis(c, nil)
@@ -295,6 +303,7 @@ func TestUnavailableMessage(t *testing.T) {
 // TestCheck: Check refuses a Redis that may evict keys, since an evicted
 // nonce could be replayed.
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, nil)
 	c := newClient(t, srv.Addr())
 	s := state.NewRedis(c, nil)
@@ -321,6 +330,7 @@ func TestCheck(t *testing.T) {
 // asked for, whose Close closes its client; without a URL the store is in
 // memory; a URL that is not a Redis URL is refused without repeating it.
 func TestOpen(t *testing.T) {
+	t.Parallel()
 	prefix := redistest.Prefix(t)
 	s, err := state.Open("redis://"+redistest.Addr(t)+"/0", &state.Options{Prefix: prefix + "state:"})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestClip(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		max  int
@@ -54,6 +55,7 @@ func FuzzClip(f *testing.F) {
 }
 
 func TestSanitize(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{"plain text\twith a tab\n", "plain text\twith a tab\n"},
 		{"red \x1b[31mALERT\x1b[0m", "red ALERT"},

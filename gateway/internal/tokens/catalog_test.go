@@ -68,9 +68,11 @@ func derived(tools []*mcp.Tool, level disclose.SchemaLevel) []Tool {
 }
 
 func TestSharedCatalogs(t *testing.T) {
+	t.Parallel()
 	c := counter(t)
 	for _, cat := range catalogs {
 		t.Run(cat.file, func(t *testing.T) {
+			t.Parallel()
 			tools := readShared(t, cat.file)
 			if len(tools) != cat.tools {
 				t.Fatalf("%d tools, want %d", len(tools), cat.tools)
@@ -97,6 +99,7 @@ func TestSharedCatalogs(t *testing.T) {
 // TestVisibleLeavesOutIcons checks that the GitHub catalogs' icons, which
 // are large base64 images, are not counted.
 func TestVisibleLeavesOutIcons(t *testing.T) {
+	t.Parallel()
 	tools := readShared(t, "github-all.json")
 	withIcons := 0
 	for _, tool := range tools {

@@ -11,6 +11,7 @@ import (
 )
 
 func TestVisible(t *testing.T) {
+	t.Parallel()
 	tool := &mcp.Tool{
 		Meta:         mcp.Meta{"x": 1},
 		Name:         "n",
@@ -32,6 +33,7 @@ func TestVisible(t *testing.T) {
 }
 
 func TestMeasure(t *testing.T) {
+	t.Parallel()
 	c := counter(t)
 	tool := func(name, desc string) *mcp.Tool {
 		return &mcp.Tool{Name: name, Description: desc, InputSchema: map[string]any{"type": "object"}}
@@ -110,6 +112,7 @@ func TestMeasure(t *testing.T) {
 // TestMeanOverSubsets checks the closed form of the mean against an
 // enumeration of every k-subset.
 func TestMeanOverSubsets(t *testing.T) {
+	t.Parallel()
 	c := counter(t)
 	var ts []Tool
 	for i, d := range []string{"Gets one.", "Lists two things, with a longer text.", "Creates three.", "Deletes four items from the store, which takes more words.", "Reads five."} {
@@ -152,6 +155,7 @@ func popcount(x int) int {
 }
 
 func TestMeasureErrors(t *testing.T) {
+	t.Parallel()
 	c := counter(t)
 	tool := &mcp.Tool{Name: "a"}
 	if _, err := Measure(c, []Tool{{Listed: tool}}, nil); err == nil {
@@ -167,6 +171,7 @@ func TestMeasureErrors(t *testing.T) {
 }
 
 func TestCheckDescription(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, desc string
 		want       []string
@@ -194,6 +199,7 @@ func TestCheckDescription(t *testing.T) {
 }
 
 func TestFieldCost(t *testing.T) {
+	t.Parallel()
 	c := counter(t)
 	tool := &mcp.Tool{
 		Name:        "search_issues",

@@ -68,6 +68,7 @@ var o200kVectors = []struct {
 }
 
 func TestO200kVectors(t *testing.T) {
+	t.Parallel()
 	c := counter(t)
 	for _, v := range o200kVectors {
 		got := c.Encode(v.text)
@@ -90,6 +91,7 @@ func TestO200kVectors(t *testing.T) {
 // split and merge code as o200k_base, so these check that code against
 // figures OpenAI publishes, where the o200k vectors above were computed.
 func TestPublishedVectors(t *testing.T) {
+	t.Parallel()
 	counter(t) // o200k_base, from the embedded ranks
 	// The other encodings come from the loader that embeds all four,
 	// which only the tests use.
@@ -127,6 +129,7 @@ func TestPublishedVectors(t *testing.T) {
 // OpenAI's: the SHA-256 of o200k_base.tiktoken is the expected_hash that
 // tiktoken (tiktoken_ext/openai_public.py) pins for that file.
 func TestEmbeddedRanks(t *testing.T) {
+	t.Parallel()
 	zr, err := gzip.NewReader(bytes.NewReader(o200kRanks))
 	if err != nil {
 		t.Fatal(err)
@@ -148,6 +151,7 @@ func TestEmbeddedRanks(t *testing.T) {
 // The embedded loader reads the ranks as github.com/pkoukk/tiktoken-go-loader
 // does, and has no other encoding.
 func TestEmbeddedLoader(t *testing.T) {
+	t.Parallel()
 	const url = "https://openaipublic.blob.core.windows.net/encodings/"
 	got, err := embeddedLoader{}.LoadTiktokenBpe(url + Encoding + ".tiktoken")
 	if err != nil {
@@ -169,6 +173,7 @@ func TestEmbeddedLoader(t *testing.T) {
 }
 
 func TestCountConcurrent(t *testing.T) {
+	t.Parallel()
 	c := counter(t)
 	var wg sync.WaitGroup
 	errs := make(chan string, 64)
@@ -190,6 +195,7 @@ func TestCountConcurrent(t *testing.T) {
 }
 
 func TestO200kOnce(t *testing.T) {
+	t.Parallel()
 	a, b := counter(t), counter(t)
 	if a != b {
 		t.Error("O200k returned two counters")

@@ -31,6 +31,7 @@ import (
 // package-lock.json) and installed with `npm ci` on first use, so the
 // test needs Node.js and, the first time, the npm registry.
 func TestCrossCheck(t *testing.T) {
+	t.Parallel()
 	dir := xcheckDeps(t)
 	c := counter(t)
 

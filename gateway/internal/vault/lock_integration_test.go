@@ -16,6 +16,7 @@ import (
 // refresh a row while another refreshes it waits for the row's lock, then
 // finds the new token.
 func TestRefreshWaitsForTheLock(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	spec := pgtest.NewDatabase(t)
 	clk := newClock()

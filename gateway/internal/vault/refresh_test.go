@@ -39,6 +39,7 @@ func (r *refresher) refresh(ctx context.Context, c *vault.Connection) (*oauth2.T
 // TestRefreshOnce: two replicas, many callers each, an expired token: one
 // refresh, and every caller gets its token.
 func TestRefreshOnce(t *testing.T) {
+	t.Parallel()
 	eachDatabase(t, func(t *testing.T, spec string) {
 		ctx := context.Background()
 		clk := newClock()
@@ -88,6 +89,7 @@ func TestRefreshOnce(t *testing.T) {
 // another refreshed it finds the new one under the lock and does not
 // refresh again.
 func TestRefreshReadsUnderLock(t *testing.T) {
+	t.Parallel()
 	eachDatabase(t, func(t *testing.T, spec string) {
 		ctx := context.Background()
 		clk := newClock()
@@ -111,6 +113,7 @@ func TestRefreshReadsUnderLock(t *testing.T) {
 }
 
 func TestRefreshNotNeeded(t *testing.T) {
+	t.Parallel()
 	eachDatabase(t, func(t *testing.T, spec string) {
 		ctx := context.Background()
 		clk := newClock()
@@ -150,6 +153,7 @@ func TestRefreshNotNeeded(t *testing.T) {
 }
 
 func TestRefreshFailure(t *testing.T) {
+	t.Parallel()
 	eachDatabase(t, func(t *testing.T, spec string) {
 		ctx := context.Background()
 		clk := newClock()
@@ -206,6 +210,7 @@ func TestRefreshFailure(t *testing.T) {
 // TestRefreshCallerGivesUp: a caller whose context ends returns at once;
 // the refresh it started goes on for the others.
 func TestRefreshCallerGivesUp(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clk := newClock()
 	v := open(t, specs(t)["sqlite"], []vault.Key{key("k1", 1)}, &vault.Options{Now: clk.Now})
@@ -241,6 +246,7 @@ func TestRefreshCallerGivesUp(t *testing.T) {
 // TestRefreshBounded: the refresh function has a deadline within the
 // lock's timeout.
 func TestRefreshBounded(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	v := open(t, specs(t)["sqlite"], []vault.Key{key("k1", 1)}, &vault.Options{LockTimeout: 10 * time.Second})
 	if err := v.Put(ctx, connection("alice", "files", "old", time.Now().Add(-time.Minute))); err != nil {

@@ -98,6 +98,7 @@ func sameToken(a, b oauth2.Token) bool {
 }
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	eachDatabase(t, func(t *testing.T, spec string) {
 		ctx := context.Background()
 		clk := newClock()
@@ -148,6 +149,7 @@ func TestRoundTrip(t *testing.T) {
 
 // TestSealed: the database holds no secret in the clear.
 func TestSealed(t *testing.T) {
+	t.Parallel()
 	eachDatabase(t, func(t *testing.T, spec string) {
 		ctx := context.Background()
 		v := open(t, spec, []vault.Key{key("k1", 1)}, nil)
@@ -173,6 +175,7 @@ func TestSealed(t *testing.T) {
 }
 
 func TestDoesNotOpen(t *testing.T) {
+	t.Parallel()
 	eachDatabase(t, func(t *testing.T, spec string) {
 		ctx := context.Background()
 		v := open(t, spec, []vault.Key{key("k1", 1)}, nil)
@@ -225,6 +228,7 @@ func TestDoesNotOpen(t *testing.T) {
 }
 
 func TestRotation(t *testing.T) {
+	t.Parallel()
 	eachDatabase(t, func(t *testing.T, spec string) {
 		ctx := context.Background()
 		old, new := key("old", 1), key("new", 2)
@@ -268,6 +272,7 @@ func TestRotation(t *testing.T) {
 }
 
 func TestList(t *testing.T) {
+	t.Parallel()
 	eachDatabase(t, func(t *testing.T, spec string) {
 		ctx := context.Background()
 		clk := newClock()
@@ -313,6 +318,7 @@ func TestList(t *testing.T) {
 // first, among connected ones: a later connection, or an update of an
 // earlier one, does not displace them.
 func TestFirst(t *testing.T) {
+	t.Parallel()
 	eachDatabase(t, func(t *testing.T, spec string) {
 		ctx := context.Background()
 		clk := newClock()
@@ -344,6 +350,7 @@ func TestFirst(t *testing.T) {
 }
 
 func TestMark(t *testing.T) {
+	t.Parallel()
 	eachDatabase(t, func(t *testing.T, spec string) {
 		ctx := context.Background()
 		v := open(t, spec, []vault.Key{key("k1", 1)}, nil)
@@ -370,6 +377,7 @@ func TestMark(t *testing.T) {
 }
 
 func TestCaps(t *testing.T) {
+	t.Parallel()
 	eachDatabase(t, func(t *testing.T, spec string) {
 		ctx := context.Background()
 		v := open(t, spec, []vault.Key{key("k1", 1)}, &vault.Options{MaxPerPrincipal: 2, MaxRows: 3})
@@ -398,6 +406,7 @@ func TestCaps(t *testing.T) {
 }
 
 func TestPutErrors(t *testing.T) {
+	t.Parallel()
 	v := open(t, "sqlite:"+filepath.Join(t.TempDir(), "vault.db"), []vault.Key{key("k1", 1)}, nil)
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -418,6 +427,7 @@ func TestPutErrors(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
+	t.Parallel()
 	spec := "sqlite:" + filepath.Join(t.TempDir(), "vault.db")
 	for _, tc := range []struct {
 		name string
@@ -445,6 +455,7 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func TestGenerateKey(t *testing.T) {
+	t.Parallel()
 	a, err := vault.GenerateKey()
 	if err != nil {
 		t.Fatal(err)
@@ -465,6 +476,7 @@ func TestGenerateKey(t *testing.T) {
 // TestPutTogether: replicas adding the same new row at once all succeed,
 // and one row is kept.
 func TestPutTogether(t *testing.T) {
+	t.Parallel()
 	eachDatabase(t, func(t *testing.T, spec string) {
 		ctx := context.Background()
 		replicas := make([]*vault.Vault, 4)

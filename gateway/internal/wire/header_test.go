@@ -19,6 +19,7 @@ var mirrored = &mcp.Tool{Name: "t", InputSchema: json.RawMessage(`{"type":"objec
 	"note":{"type":"string"}}}`)}
 
 func TestParamHeaders(t *testing.T) {
+	t.Parallel()
 	h := ParamHeaders(mirrored, json.RawMessage(`{"region":"eu west ","count":3,"opts":{"dry":true},"note":"n"}`))
 	want := map[string]string{"Mcp-Param-Region": "=?base64?ZXUgd2VzdCA=?=", "Mcp-Param-Count": "3", "Mcp-Param-Dry-Run": "true"}
 	if len(h) != len(want) {
@@ -35,6 +36,7 @@ func TestParamHeaders(t *testing.T) {
 }
 
 func TestCheckParamHeaders(t *testing.T) {
+	t.Parallel()
 	args := json.RawMessage(`{"region":"eu","count":3}`)
 	base := func() http.Header { return http.Header{"Mcp-Param-Region": {"eu"}, "Mcp-Param-Count": {"3"}} }
 	if err := CheckParamHeaders(base(), mirrored, args); err != nil {

@@ -9,6 +9,7 @@ import (
 )
 
 func TestRequestTraceContext(t *testing.T) {
+	t.Parallel()
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	for _, tc := range []struct {
 		name, meta, want string
@@ -21,6 +22,7 @@ func TestRequestTraceContext(t *testing.T) {
 		{name: "any case replaced too", meta: `{"TraceParent":"00-aa-bb-01","TRACESTATE":"x=y","b":2}`, want: `{"traceparent":"` + tp + `","b":2}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			b := wire.Request(json.RawMessage("1"), "tools/call", wire.Params{Name: "f", Meta: json.RawMessage(tc.meta), TraceParent: tp, TraceState: tc.state})
 			if !json.Valid(b) {
 				t.Fatalf("not JSON: %s", b)

@@ -31,6 +31,7 @@ const bound = 30 * time.Second
 // is far longer than the test's bound); its retries racing on both run
 // once; a second decision racing the first is refused.
 func TestReplicasOnPostgresAndRedis(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.NewDatabase(t)
 	srv := redistest.Start(t, nil)
 	prefix := redistest.Prefix(t)

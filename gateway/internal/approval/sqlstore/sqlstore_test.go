@@ -86,8 +86,10 @@ func request(principal, path string, created time.Time) *approval.Request {
 // TestStores holds every kind of store to approval.Store's contract, with
 // explicit times.
 func TestStores(t *testing.T) {
+	t.Parallel()
 	for _, k := range kinds(t) {
 		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			s, another := k.open(t)
 			reopen := func() approval.Store {
@@ -199,8 +201,10 @@ func TestStores(t *testing.T) {
 // TestRaces: many callers racing for one request (decide, use, open the
 // same key) on two stores over one database: exactly one wins each race.
 func TestRaces(t *testing.T) {
+	t.Parallel()
 	for _, k := range kinds(t) {
 		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			a, another := k.open(t)
 			b := another() // a second pool on the same database: another replica
@@ -254,6 +258,7 @@ func TestRaces(t *testing.T) {
 
 // TestOpenErrors: a bad spec is refused, and no message repeats a password.
 func TestOpenErrors(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct{ spec, want string }{
 		{"approvals.db", "want sqlite:PATH or postgres://"},
@@ -296,10 +301,12 @@ func legacy(t *testing.T) map[string]string {
 // in place: its version is recorded, its requests read back and go on
 // (an approved one is used), and opening again changes nothing.
 func TestUpgrade(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 7, 28, 10, 0, 0, 0, time.UTC)
 	now := t0.Add(time.Hour)
 	for name, spec := range legacy(t) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			for i := range 2 {
 				s := openSpec(t, spec, nil)

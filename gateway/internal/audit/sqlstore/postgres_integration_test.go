@@ -9,7 +9,10 @@ import (
 	"github.com/preflightmcp/preflight/gateway/internal/testrig/pgtest"
 )
 
-func TestPostgres(t *testing.T) { storetest.Run(t, postgresHarness()) }
+func TestPostgres(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, postgresHarness())
+}
 
 func postgresHarness() storetest.Harness {
 	return storetest.Harness{

@@ -67,7 +67,10 @@ func sqliteHarness() storetest.Harness {
 	}
 }
 
-func TestSQLite(t *testing.T) { storetest.Run(t, sqliteHarness()) }
+func TestSQLite(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, sqliteHarness())
+}
 
 // specs returns a fresh database of each kind: SQLite, and PostgreSQL in
 // the integration build.
@@ -92,8 +95,10 @@ func all(t *testing.T, s *sqlstore.Store, f audit.Filter) []*audit.Record {
 // TestReadOnly: a read-only open neither creates nor migrates a database,
 // and reads a migrated one.
 func TestReadOnly(t *testing.T) {
+	t.Parallel()
 	for name, spec := range specs(t) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ro := &sqlstore.Options{ReadOnly: true}
 			if _, err := sqlstore.Open(t.Context(), spec, ro); err == nil {
 				t.Fatal("opened an empty or missing database read-only")
@@ -150,6 +155,7 @@ func legacy(t *testing.T) map[string]string {
 // new ones are added after them with every field, and opening again
 // changes nothing.
 func TestUpgrade(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 7, 28, 10, 0, 0, 123456000, time.UTC)
 	records := func() []*audit.Record {
 		return []*audit.Record{
@@ -166,6 +172,7 @@ func TestUpgrade(t *testing.T) {
 	}
 	for name, spec := range legacy(t) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			want := records()
 			for i := range 2 {
 				s, err := sqlstore.Open(t.Context(), spec, nil)
@@ -230,6 +237,7 @@ func versions(t *testing.T, spec string) []int64 {
 }
 
 func TestWhere(t *testing.T) {
+	t.Parallel()
 	since := time.Date(2026, 7, 28, 0, 0, 0, 0, time.UTC)
 	for name, spec := range specs(t) {
 		s, err := sqlstore.Open(t.Context(), spec, nil)
@@ -270,6 +278,7 @@ func TestWhere(t *testing.T) {
 // TestWriteMany: a write of more records than one statement takes writes
 // them all, in order.
 func TestWriteMany(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 7, 28, 10, 0, 0, 0, time.UTC)
 	for name, spec := range specs(t) {
 		s, err := sqlstore.Open(t.Context(), spec, nil)

@@ -32,6 +32,7 @@ func tool(destructive bool, desc string) *mcp.Tool {
 // changed, is refused approving a candidate that is not the one pending,
 // approves the right one, and the tool's calls go through.
 func TestApproveOnThePage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p := pin.New(pin.NewMemoryStore(0), &pin.Options{Mode: func(string) pin.Mode { return pin.ModeWarn }})
 	if _, err := p.Check(ctx, "files", []*mcp.Tool{tool(true, "Delete a file.")}); err != nil {

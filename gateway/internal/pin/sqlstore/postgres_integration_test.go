@@ -17,6 +17,7 @@ import (
 )
 
 func TestPostgres(t *testing.T) {
+	t.Parallel()
 	var spec string
 	storetest.Run(t, storetest.Factory{
 		Open: func(t *testing.T) pin.Store {
@@ -31,6 +32,7 @@ func TestPostgres(t *testing.T) {
 // to one database, as two gateway replicas: one quarantines, the other
 // refuses and approves, and the first releases.
 func TestReplicasShareAPostgres(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
 	var mu sync.Mutex
@@ -71,6 +73,7 @@ func TestReplicasShareAPostgres(t *testing.T) {
 // tool nothing is known of is refused, a list cannot be checked and an
 // approval fails; once PostgreSQL is back, everything works again.
 func TestPostgresUnavailable(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	srv := pgtest.Start(t)

@@ -40,6 +40,7 @@ func reopen(spec string) func(t *testing.T, s pin.Store) pin.Store {
 }
 
 func TestSQLite(t *testing.T) {
+	t.Parallel()
 	var spec string
 	storetest.Run(t, storetest.Factory{
 		Open: func(t *testing.T) pin.Store {
@@ -51,6 +52,7 @@ func TestSQLite(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct{ spec, want string }{
 		{"pins.db", "want sqlite:PATH or postgres://"},
@@ -84,6 +86,7 @@ func tool(description string, destructive bool) *mcp.Tool {
 // lists anything, and the approval the CLI would give through a second
 // handle on the same file releases it.
 func TestPinnerSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	spec := "sqlite:" + filepath.Join(t.TempDir(), "pins.db")
 	s := open(t, spec)
@@ -132,6 +135,7 @@ func openB(b *testing.B, spec string) (*sqlstore.Store, error) {
 // read back and go on (the quarantined tool is approved), and opening
 // again changes nothing.
 func TestUpgrade(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "pins.db")
 	b, err := os.ReadFile("testdata/legacy.db")
 	if err != nil {
@@ -145,6 +149,7 @@ func TestUpgrade(t *testing.T) {
 	maps.Copy(specs, postgresSpecs(t, "testdata/legacy-postgres.sql"))
 	for name, spec := range specs {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			for i := range 2 {
 				s := open(t, spec)

@@ -36,6 +36,7 @@ var fileCalls = map[string]func(path string) map[string]any{
 // edit_file included; every other file is internal, never unknown, since
 // its name may be a link to a key.
 func TestFilesystemSecretSpellings(t *testing.T) {
+	t.Parallel()
 	tools := readCatalog(t, filesystem.file, "")
 	r := compileFor(t, "filesystem", tools)
 	for label, args := range fileCalls {

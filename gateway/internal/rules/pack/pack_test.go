@@ -13,6 +13,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestEveryPackLoads(t *testing.T) {
+	t.Parallel()
 	names := Names()
 	want := []string{"everything", "filesystem", "github", "memory", "playwright", "puppeteer"}
 	if strings.Join(names, ",") != strings.Join(want, ",") {
@@ -36,6 +37,7 @@ func TestEveryPackLoads(t *testing.T) {
 }
 
 func TestDetect(t *testing.T) {
+	t.Parallel()
 	for server, want := range map[string]string{
 		"github-mcp-server":        "github",
 		"secure-filesystem-server": "filesystem",
@@ -56,8 +58,10 @@ func TestDetect(t *testing.T) {
 // every tool the pack names is in the catalog, and every value of every
 // switching argument is decided by a rule of the pack.
 func TestPacksFitTheirCatalogs(t *testing.T) {
+	t.Parallel()
 	for _, c := range catalogs {
 		t.Run(c.label(), func(t *testing.T) {
+			t.Parallel()
 			p, err := Get(c.pack)
 			if err != nil {
 				t.Fatal(err)
@@ -91,6 +95,7 @@ func TestPacksFitTheirCatalogs(t *testing.T) {
 // the older releases of the same servers in the LiveMCPBench set: rules
 // for tools those releases have still fit them.
 func TestPacksOnOlderCaptures(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ prefix, pack string }{{"filesystem", "filesystem"}, {"memory", "memory"}} {
 		compileFor(t, c.pack, readCatalog(t, "livemcptool.json", c.prefix))
 	}
@@ -208,6 +213,7 @@ var packCases = []packCase{
 }
 
 func TestPackCases(t *testing.T) {
+	t.Parallel()
 	used := map[string]bool{} // full rule names decided by some call
 	compiled := map[string]*rules.Rules{}
 	for _, c := range catalogs {
@@ -264,6 +270,7 @@ func TestPackCases(t *testing.T) {
 // TestPackRulesSayWhy keeps the packs readable: every rule says why, and
 // the file says where it comes from.
 func TestPackRulesSayWhy(t *testing.T) {
+	t.Parallel()
 	for _, n := range Names() {
 		b, err := os.ReadFile(n + ".yaml")
 		if err != nil {

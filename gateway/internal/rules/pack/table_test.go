@@ -156,6 +156,7 @@ func total(label string, rows []row) row {
 // PREFLIGHT_TABLE_DETAIL=1 it also lists every call whose decision
 // changed.
 func TestConfirmationTable(t *testing.T) {
+	t.Parallel()
 	var annotated, bare []row
 	for _, c := range catalogs {
 		r := measure(t, c)
