@@ -3,6 +3,8 @@ package setup_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,10 +18,24 @@ import (
 	"github.com/preflightmcp/preflight/hints"
 )
 
+// freshProcess names the test that this test binary runs alone, as a
+// child of the test process.
+const freshProcess = "PREFLIGHT_SETUP_TEST_FRESH"
+
 // TestRedactionLoadsRulesOnFirstScan: a gateway whose redaction is off
 // never loads gitleaks' rules, nor does one with redaction on until it
-// scans a result for secrets. Not parallel: the rules load once a process.
+// scans a result for secrets. The rules load once a process, so the test
+// runs in a process of its own (this binary, started again for it).
 func TestRedactionLoadsRulesOnFirstScan(t *testing.T) {
+	t.Parallel()
+	if os.Getenv(freshProcess) != t.Name() {
+		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), freshProcess+"="+t.Name())
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+			t.Fatalf("in a process of its own: %v\n%s", err, out)
+		}
+		return
+	}
 	options := func(redaction string) *gateway.Options {
 		t.Helper()
 		dir := t.TempDir()
