@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/preflightmcp/preflight/gateway/internal/redact"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 )
 
 // Bounds of a preview (Preview) and of what the page shows (Show).
@@ -229,10 +230,7 @@ const Withheld = "[withheld]"
 func showValue(raw json.RawMessage, sensitive []string, max int) string {
 	var s string
 	if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
-		if len(s) > max {
-			s = s[:max]
-		}
-		return s
+		return text.Cut(s, max)
 	}
 	return compactWithheld(raw, sensitive, max)
 }

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/preflightmcp/preflight/gateway/internal/approval"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 )
 
 // funcs are the templates' functions. None returns template.HTML: every
@@ -71,17 +72,8 @@ func funcs() template.FuncMap {
 			}
 			return p
 		},
-		"join": strings.Join,
-		"clipText": func(s string, n int) string {
-			if len(s) <= n {
-				return s
-			}
-			cut := n
-			for cut > 0 && !utf8.RuneStart(s[cut]) {
-				cut--
-			}
-			return s[:cut] + "…"
-		},
+		"join":     strings.Join,
+		"clipText": text.Clip,
 		// withView and decideArgs pass what the request and decide
 		// templates need beside their item.
 		"withView": func(v view, r *approval.Request) reqArgs { return reqArgs{Prefix: v.Prefix, Request: r} },
@@ -146,9 +138,9 @@ type foldView struct {
 
 // fold cuts text (a string or bytes) after n bytes for an audit row,
 // control and bidirectional characters escaped.
-func fold(text any, n int) foldView {
+func fold(value any, n int) foldView {
 	var s string
-	switch t := text.(type) {
+	switch t := value.(type) {
 	case string:
 		s = t
 	case []byte:

@@ -18,6 +18,16 @@ func Clip(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
+	return Cut(s, max) + Ellipsis
+}
+
+// Cut returns the longest prefix of s of at most max bytes that ends on a
+// rune boundary, with no mark: for a caller that says otherwise that it
+// cut, or bounds what it keeps without saying.
+func Cut(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
 	if max < 0 {
 		max = 0
 	}
@@ -25,7 +35,24 @@ func Clip(s string, max int) string {
 	for i > 0 && !utf8.RuneStart(s[i]) {
 		i--
 	}
-	return s[:i] + Ellipsis
+	return s[:i]
+}
+
+// ClipRunes is [Clip] counting runes (an invalid byte counts as one) in
+// place of bytes: for text that must fit a column or a line, where a
+// rune is about a column wide.
+func ClipRunes(s string, max int) string {
+	if max < 0 {
+		max = 0
+	}
+	n := 0
+	for i := range s {
+		if n == max {
+			return s[:i] + Ellipsis
+		}
+		n++
+	}
+	return s
 }
 
 // Sanitize returns s safe to print on a terminal: escape sequences (CSI,

@@ -30,6 +30,45 @@ func TestClip(t *testing.T) {
 	}
 }
 
+func TestCut(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"abcdef", 3, "abc"},
+		{"日本語", 4, "日"},
+		{"日本語", 2, ""},
+		{"x", -1, ""},
+	} {
+		if got := text.Cut(tc.in, tc.max); got != tc.want {
+			t.Errorf("Cut(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+		}
+	}
+}
+
+func TestClipRunes(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"short", 5, "short"},
+		{"abcdef", 3, "abc…"},
+		{"日本語テキスト", 3, "日本語…"},
+		{"日本語", 3, "日本語"},
+		{"a\xffb\xfec", 3, "a\xffb…"}, // an invalid byte counts as one
+		{"x", 0, "…"},
+		{"x", -1, "…"},
+		{"", 0, ""},
+	} {
+		if got := text.ClipRunes(tc.in, tc.max); got != tc.want {
+			t.Errorf("ClipRunes(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+		}
+	}
+}
+
 func FuzzClip(f *testing.F) {
 	f.Add("日本語テキスト", 5)
 	f.Add("plain", 2)

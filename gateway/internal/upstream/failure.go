@@ -72,11 +72,7 @@ func (e *TransientError) Error() string {
 	}
 	msg := fmt.Sprintf("upstream %q %s (%s)", e.Upstream, what, sent)
 	if e.Err != nil && e.Kind != FailHTTP5xx && e.Kind != FailTimeout {
-		detail := text.Sanitize(e.Err.Error())
-		if len(detail) > 200 {
-			detail = detail[:200] + "..."
-		}
-		msg += ": " + detail
+		msg += ": " + text.Clip(text.Sanitize(e.Err.Error()), 200)
 	}
 	return msg
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -67,5 +69,16 @@ func TestClassify(t *testing.T) {
 		if !errors.As(got, &te) || te.Kind != tc.kind || te.Sent != tc.sent || te.Upstream != "up" || !errors.Is(got, tc.err) {
 			t.Errorf("%s: %#v, want a %s failure, sent %v, wrapping %v", tc.name, got, tc.kind, tc.sent, tc.err)
 		}
+	}
+}
+
+// TestTransientErrorDetail: the cause an error message quotes, which
+// reaches the client, is sanitised and clipped on a rune boundary.
+func TestTransientErrorDetail(t *testing.T) {
+	t.Parallel()
+	err := &TransientError{Upstream: "files", Kind: FailConnection, Err: errors.New("\x1b[2J" + strings.Repeat("é", 150))}
+	msg := err.Error()
+	if !utf8.ValidString(msg) || strings.Contains(msg, "\x1b") || !strings.HasSuffix(msg, ": "+strings.Repeat("é", 100)+"…") {
+		t.Errorf("message %q", msg)
 	}
 }

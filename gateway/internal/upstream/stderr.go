@@ -2,7 +2,8 @@ package upstream
 
 import (
 	"sync"
-	"unicode/utf8"
+
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 )
 
 // Bounds of the stderr tail a Conn keeps (Health.Stderr).
@@ -20,7 +21,7 @@ type stderrTail struct {
 
 // add appends line, sanitised already.
 func (t *stderrTail) add(line string) {
-	line = cutUTF8(line, maxStderrTailBytes)
+	line = text.Clip(line, maxStderrTailBytes-len(text.Ellipsis))
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.lines = append(t.lines, line)
@@ -42,16 +43,4 @@ func (t *stderrTail) get() []string {
 		return nil
 	}
 	return append([]string(nil), t.lines...)
-}
-
-// cutUTF8 cuts s to at most max bytes, on a rune boundary.
-func cutUTF8(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	i := max
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i]
 }

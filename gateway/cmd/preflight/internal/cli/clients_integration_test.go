@@ -27,6 +27,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/preflightmcp/preflight/gateway/internal/testrig/browsertest"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/internal/npmdeps"
 )
 
@@ -471,11 +472,7 @@ func (r *driverRun) summary() string {
 		case s.Count != nil:
 			fmt.Fprintf(&b, " %d", *s.Count)
 		case s.Text != "":
-			text := s.Text
-			if len(text) > 110 {
-				text = text[:110] + "..."
-			}
-			fmt.Fprintf(&b, " isError=%v %q", s.IsError, text)
+			fmt.Fprintf(&b, " isError=%v %q", s.IsError, text.Clip(s.Text, 110))
 		}
 	}
 	return "the client saw:" + b.String()

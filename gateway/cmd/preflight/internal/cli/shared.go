@@ -88,18 +88,17 @@ func yesNo(b bool) string {
 }
 
 // shorten returns the first line of s on one line (see [text.OneLine]), cut to
-// at most n runes.
+// at most n runes, [text.Ellipsis] included.
 func shorten(s string, n int) string {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = strings.TrimSpace(s[:i]) + " ..."
+		s = strings.TrimSpace(s[:i]) + " " + text.Ellipsis
 	}
 	s = text.OneLine(s)
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	r := []rune(s)
-	return string(r[:n-3]) + "..."
+	return text.ClipRunes(s, n-1)
 }
 
 // wrap fills text into lines of at most width columns.

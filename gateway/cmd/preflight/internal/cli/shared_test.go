@@ -24,6 +24,26 @@ import (
 	"github.com/preflightmcp/preflight/inject"
 )
 
+// TestShorten: a table cell holds the first line of a text, on one line,
+// at most n runes wide.
+func TestShorten(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"  Reads a file.\nThen more.", 40, "Reads a file. …"},
+		{"日本語のテキストです", 5, "日本語の…"},
+		{"red \x1b[31mtext\x1b[0m here", 12, "red text he…"},
+	} {
+		if got := shorten(tc.in, tc.n); got != tc.want {
+			t.Errorf("shorten(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
+
 // TestEscapeUnsafe: a JSON line keeps its value with the characters
 // text.Sanitize would drop escaped.
 func TestEscapeUnsafe(t *testing.T) {
