@@ -8,9 +8,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/preflightmcp/preflight/gateway/internal/redact"
 	"github.com/preflightmcp/preflight/gateway/internal/text"
@@ -316,32 +313,12 @@ func compactWithheld(raw []byte, sensitive []string, max int) string {
 	return b.String()
 }
 
-// clean escapes what could mislead a person reading s (control
-// characters, bidirectional and invisible format characters, invalid
-// UTF-8) as \uXXXX and cuts the result to max bytes on a character
-// boundary; it reports whether it cut.
+// clean writes what could mislead a person reading s (control, format
+// and separator characters, invalid UTF-8) as escapes ([text.Escape]) and
+// cuts the result to max bytes on a character boundary; it reports
+// whether it cut.
 func clean(s string, max int) (string, bool) {
-	var b strings.Builder
-	for i, r := range s {
-		if b.Len() > max {
-			break
-		}
-		switch {
-		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
-			b.WriteString(`\ufffd`)
-		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029':
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	out := b.String()
-	if len(out) > max {
-		cut := max
-		for cut > 0 && !utf8.RuneStart(out[cut]) {
-			cut--
-		}
-		return out[:cut], true
-	}
-	return out, false
+	v := text.Escape(s)
+	c := text.Cut(v, max)
+	return c, len(c) < len(v)
 }

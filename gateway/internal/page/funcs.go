@@ -7,8 +7,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/preflightmcp/preflight/gateway/internal/approval"
 	"github.com/preflightmcp/preflight/gateway/internal/text"
@@ -136,8 +134,9 @@ type foldView struct {
 	Bytes int
 }
 
-// fold cuts text (a string or bytes) after n bytes for an audit row,
-// control and bidirectional characters escaped.
+// fold cuts a text (a string or bytes) after n bytes for an audit row,
+// control, format and separator characters but tab and newline escaped
+// ([text.EscapeLines]).
 func fold(value any, n int) foldView {
 	var s string
 	switch t := value.(type) {
@@ -150,21 +149,9 @@ func fold(value any, n int) foldView {
 	default:
 		s = fmt.Sprint(t)
 	}
-	var b strings.Builder
-	for _, r := range strings.ToValidUTF8(s, "\ufffd") {
-		if r != '\n' && r != '\t' && (unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)) {
-			fmt.Fprintf(&b, `\u%04x`, r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	v := foldView{Head: b.String(), Bytes: len(s)}
+	v := foldView{Head: text.EscapeLines(s), Bytes: len(s)}
 	if len(v.Head) > n {
-		cut := n
-		for cut > 0 && !utf8.RuneStart(v.Head[cut]) {
-			cut--
-		}
-		v.Head, v.All = v.Head[:cut]+"…", v.Head
+		v.Head, v.All = text.Clip(v.Head, n), v.Head
 	}
 	return v
 }

@@ -2,7 +2,6 @@ package page
 
 import (
 	"encoding/json"
-	"fmt"
 	"maps"
 	"regexp"
 	"slices"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/preflightmcp/preflight/gateway/internal/approval"
 	"github.com/preflightmcp/preflight/gateway/internal/audit"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 )
 
 // reasonView is why a call was allowed, asked or refused, for people: a
@@ -155,18 +155,17 @@ func recordTarget(args json.RawMessage) string {
 	return ""
 }
 
-// clipTarget makes s fit a sentence: control and bidirectional
-// characters escaped, at most maxTargetRunes runes, cut in the middle
-// ("…") so that the end of a path or URL, which names the thing, stays.
-// clipped reports s was cut already: it then ends in "…".
+// clipTarget makes s fit a sentence: control, format and separator
+// characters escaped ([text.Escape]), at most maxTargetRunes runes (an
+// escape counts as one), cut in the middle ("…") so that the end of a
+// path or URL, which names the thing, stays. clipped reports s was cut
+// already: it then ends in "…".
 func clipTarget(s string, clipped bool) string {
 	var rs []string
-	for _, r := range s {
-		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == utf8.RuneError {
-			rs = append(rs, fmt.Sprintf(`\u%04x`, r))
-		} else {
-			rs = append(rs, string(r))
-		}
+	for i := 0; i < len(s); {
+		_, n := utf8.DecodeRuneInString(s[i:])
+		rs = append(rs, text.Escape(s[i:i+n]))
+		i += n
 	}
 	if len(rs) > maxTargetRunes {
 		head := maxTargetRunes * 2 / 5

@@ -72,7 +72,8 @@ func TestPageReasonWords(t *testing.T) {
 
 // TestPageReasonTargets: the sentence names what the call acts on from the
 // arguments shown (never a withheld one, nor an object), with the end of
-// a long path kept and control and bidirectional characters escaped.
+// a long path kept and control, format (bidirectional, zero-width) and
+// separator characters and invalid UTF-8 escaped.
 func TestPageReasonTargets(t *testing.T) {
 	t.Parallel()
 	long := "projects/2026/quarterly-reports/finance/departments/engineering/config/overrides.yaml"
@@ -88,6 +89,7 @@ func TestPageReasonTargets(t *testing.T) {
 		{[]approval.Arg{{Name: "path", Value: long}}, "projects/2026/quarterly-…s/engineering/config/overrides.yaml"},
 		{[]approval.Arg{{Name: "path", Value: strings.Repeat("a", 70), Clipped: true}}, strings.Repeat("a", 59) + "…"},
 		{[]approval.Arg{{Name: "path", Value: "evil\u202etxt.exe"}}, `evil\u202etxt.exe`},
+		{[]approval.Arg{{Name: "path", Value: "ad\u200bmin/\U000e0041\x1b\xff"}}, `ad\u200bmin/\U000e0041\u001b\xff`},
 	} {
 		if got := requestTarget(tc.args); got != tc.want {
 			t.Errorf("requestTarget(%+v) = %q, want %q", tc.args, got, tc.want)
@@ -113,5 +115,20 @@ func TestPageReasonTargets(t *testing.T) {
 		Args: []approval.Arg{{Name: "path", Value: "README.md"}}}
 	if got := requestReason(q).Plain; got != "Asks first: this call can overwrite or destroy README.md." {
 		t.Errorf("requestReason = %q", got)
+	}
+}
+
+// TestPageFold: an audit row's text keeps its lines, escapes control and
+// format characters, and shows its head, clipped on a rune boundary, with
+// the whole behind it.
+func TestPageFold(t *testing.T) {
+	t.Parallel()
+	v := fold("a\tb\nc\u200b\u202e\x1b[2J\xff", 100)
+	if want := "a\tb\nc\\u200b\\u202e\\u001b[2J\\xff"; v.Head != want || v.All != "" {
+		t.Errorf("fold = %+v, want head %q", v, want)
+	}
+	v = fold(json.RawMessage(strings.Repeat("é", 10)), 5)
+	if v.Head != "éé…" || v.All != strings.Repeat("é", 10) || v.Bytes != 20 {
+		t.Errorf("fold = %+v", v)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/preflightmcp/preflight"
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/hints"
 	"github.com/preflightmcp/preflight/policy"
 	"github.com/preflightmcp/preflight/requeststate"
@@ -631,36 +632,9 @@ func lcsDiff(a, b []string) []string {
 	return out
 }
 
-// clean returns s safe to print on a terminal: control and format
-// characters (escape sequences, bidirectional overrides, zero-width
-// characters) and invalid UTF-8 are written as Go escapes (\x1b,
-// \u202e), and s is cut to max runes with "…".
-func clean(s string, max int) string {
-	var b strings.Builder
-	n := 0
-	for i, r := range s {
-		if n == max {
-			b.WriteString("…")
-			break
-		}
-		switch {
-		case r == utf8.RuneError:
-			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
-				fmt.Fprintf(&b, `\x%02x`, s[i])
-			} else {
-				b.WriteRune(r)
-			}
-		case r < 0x80 && r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029':
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteRune(r)
-		}
-		n++
-	}
-	return b.String()
-}
+// clean returns s cut to max runes and safe to print on a terminal, with
+// every control and format character visible ([text.Escape]).
+func clean(s string, max int) string { return text.Escape(text.ClipRunes(s, max)) }
 
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))

@@ -4,7 +4,9 @@
 package text
 
 import (
+	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -55,15 +57,18 @@ func ClipRunes(s string, max int) string {
 	return s
 }
 
-// Sanitize returns s safe to print on a terminal: escape sequences (CSI,
-// OSC, DCS and the other ESC sequences) are removed whole; carriage
-// returns (but one before a newline, which goes), vertical tabs, form
-// feeds and the Unicode line and paragraph separators become spaces; every
-// other control character (C0 but tab and newline, DEL, C1), the Unicode
-// bidirectional controls and the byte order mark are removed; invalid
-// UTF-8 becomes U+FFFD. Text a peer put in a name, a description, a result
-// or an error cannot then move the cursor, clear a line, recolour or
-// reorder what is printed.
+// Sanitize returns s safe to print on a terminal or in a log: escape
+// sequences (CSI, OSC, DCS and the other ESC sequences) are removed whole;
+// carriage returns (but one before a newline, which goes), vertical tabs,
+// form feeds and the Unicode line and paragraph separators become spaces;
+// every other [Invisible] character but tab and newline is removed;
+// invalid UTF-8 becomes U+FFFD. Text a peer put in a name, a description,
+// a result or an error cannot then move the cursor, clear a line,
+// recolour or reorder what is printed, nor hide text in it: format
+// characters (zero-width spaces, tag characters) would make two different
+// names read the same or carry text no reader sees; what is lost with
+// them is the joining of emoji sequences and of a few scripts. Where a
+// person must see such a character, use [Escape].
 func Sanitize(s string) string {
 	if Plain(s) {
 		return s
@@ -84,7 +89,7 @@ func Sanitize(s string) string {
 			b.WriteByte(' ')
 		case r == '\t', r == '\n':
 			b.WriteRune(r)
-		case r < 0x20, r >= 0x7f && r < 0xa0, IsBidiControl(r), r == '\ufeff':
+		case Invisible(r):
 		default:
 			b.WriteRune(r)
 		}
@@ -100,19 +105,53 @@ func OneLine(s string) string {
 	return strings.Join(strings.Fields(Sanitize(s)), " ")
 }
 
-// IsBidiControl reports a Unicode bidirectional control, which can reorder
-// how a terminal or a page shows the text around it.
-func IsBidiControl(r rune) bool {
-	switch {
-	case r == '\u061c', r == '\u200e', r == '\u200f',
-		r >= '\u202a' && r <= '\u202e', r >= '\u2066' && r <= '\u2069':
-		return true
+// Invisible reports a character that can hide, disguise or reorder the
+// text around it: a control character (C0, DEL, C1), a format character
+// (Unicode category Cf: the bidirectional controls, zero-width spaces and
+// joiners, the byte order mark, the tag characters) or a line or
+// paragraph separator.
+func Invisible(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029'
+}
+
+// Escape returns s with every [Invisible] character written as an escape
+// a person can see (\u200b; \U000e0041 past U+FFFF) and every byte of
+// invalid UTF-8 as \xff: for text a person must judge (a diff, an
+// approval, an audit row), where a hidden character is what they need to
+// see. The result is one line.
+func Escape(s string) string { return escape(s, false) }
+
+// EscapeLines is [Escape] keeping tabs and newlines: for text shown as it
+// was laid out.
+func EscapeLines(s string) string { return escape(s, true) }
+
+func escape(s string, lines bool) string {
+	if Plain(s) && (lines || !strings.ContainsAny(s, "\t\n")) {
+		return s
 	}
-	return false
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case lines && (r == '\t' || r == '\n'):
+			b.WriteRune(r)
+		case Invisible(r) && r > 0xffff:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		case Invisible(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // Plain reports text of printable ASCII, tabs and newlines only, which
-// Sanitize returns as is.
+// Sanitize and EscapeLines return as is.
 func Plain(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c >= 0x7f || c < 0x20 && c != '\t' && c != '\n' {

@@ -113,6 +113,9 @@ func TestSanitize(t *testing.T) {
 		{"bidi \u202eevil\u202c \u2066x\u2069 \u200fy\u061c", "bidi evil x y"},
 		{"sep\u2028para\u2029end", "sep para end"},
 		{"bom\ufeff", "bom"},
+		{"ad\u200bmin soft\u00adhyphen", "admin softhyphen"},
+		{"tags \U000e0069\U000e0067\U000e006eend", "tags end"},
+		{"joiner 👨\u200d👩", "joiner 👨👩"},
 		{"bad \xff utf8", "bad \ufffd utf8"},
 		{"ünïcödé 日本 ✓", "ünïcödé 日本 ✓"},
 	} {
@@ -126,7 +129,7 @@ func TestSanitize(t *testing.T) {
 }
 
 // FuzzSanitize: the output is valid UTF-8 with no control character but
-// tab and newline, no bidirectional control and no line separator; it is
+// tab and newline, no format character and no line separator; it is
 // a fixed point; it grows at most threefold (a byte of invalid UTF-8
 // becomes U+FFFD).
 func FuzzSanitize(f *testing.F) {
@@ -139,7 +142,7 @@ func FuzzSanitize(f *testing.F) {
 			t.Fatalf("Sanitize(%q) = %q: invalid UTF-8", s, got)
 		}
 		for _, r := range got {
-			if r != '\t' && r != '\n' && (unicode.IsControl(r) || text.IsBidiControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029') {
+			if r != '\t' && r != '\n' && visibleNot(r) {
 				t.Fatalf("Sanitize(%q) = %q keeps %U", s, got, r)
 			}
 		}
@@ -150,6 +153,70 @@ func FuzzSanitize(f *testing.F) {
 			t.Fatalf("grew from %d to %d bytes", len(s), len(got))
 		}
 	})
+}
+
+func TestEscape(t *testing.T) {
+	for _, tc := range []struct{ in, one, lines string }{
+		{"plain text", "plain text", "plain text"},
+		{"a\tb\nc", `a\u0009b\u000ac`, "a\tb\nc"},
+		{"red \x1b[31mALERT", `red \u001b[31mALERT`, `red \u001b[31mALERT`},
+		{"cr\r del\x7f c1\u0085", `cr\u000d del\u007f c1\u0085`, `cr\u000d del\u007f c1\u0085`},
+		{"evil\u202etxt.exe", `evil\u202etxt.exe`, `evil\u202etxt.exe`},
+		{"ad\u200bmin\ufeff", `ad\u200bmin\ufeff`, `ad\u200bmin\ufeff`},
+		{"tag\U000e0041", `tag\U000e0041`, `tag\U000e0041`},
+		{"sep\u2028", `sep\u2028`, `sep\u2028`},
+		{"bad \xff\xfe", `bad \xff\xfe`, `bad \xff\xfe`},
+		{"ünïcödé 日本 ✓ \ufffd", "ünïcödé 日本 ✓ \ufffd", "ünïcödé 日本 ✓ \ufffd"},
+	} {
+		if got := text.Escape(tc.in); got != tc.one {
+			t.Errorf("Escape(%q) = %q, want %q", tc.in, got, tc.one)
+		}
+		if got := text.EscapeLines(tc.in); got != tc.lines {
+			t.Errorf("EscapeLines(%q) = %q, want %q", tc.in, got, tc.lines)
+		}
+	}
+}
+
+// FuzzEscape: the output is valid UTF-8 with no invisible character (but
+// tab and newline from EscapeLines), and everything visible in the input
+// is still there, in order.
+func FuzzEscape(f *testing.F) {
+	for _, s := range []string{"a\x1b[31mb", "\r\n\t", "\u202e", "\xff\xfe", "\u200b\U000e0041", "\u009b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, lines := range []bool{false, true} {
+			got := text.Escape(s)
+			if lines {
+				got = text.EscapeLines(s)
+			}
+			if !utf8.ValidString(got) {
+				t.Fatalf("escape(%q, %v) = %q: invalid UTF-8", s, lines, got)
+			}
+			for _, r := range got {
+				if visibleNot(r) && !(lines && (r == '\t' || r == '\n')) {
+					t.Fatalf("escape(%q, %v) = %q keeps %U", s, lines, got, r)
+				}
+			}
+			rest := got
+			for _, r := range strings.ToValidUTF8(s, "") {
+				if visibleNot(r) {
+					continue
+				}
+				i := strings.IndexRune(rest, r)
+				if i < 0 {
+					t.Fatalf("escape(%q, %v) = %q lost %q", s, lines, got, r)
+				}
+				rest = rest[i+utf8.RuneLen(r):]
+			}
+		}
+	})
+}
+
+// visibleNot reports what no text shown to a person may hold as it is,
+// written out from the Unicode categories (not text.Invisible).
+func visibleNot(r rune) bool {
+	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
 }
 
 // BenchmarkSanitize measures the sanitizer every line of the command's text

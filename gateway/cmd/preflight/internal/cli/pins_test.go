@@ -91,7 +91,7 @@ func TestPinsText(t *testing.T) {
 	if code != exitOK || errOut != "" {
 		t.Fatalf("show: exit %d, stderr %q", code, errOut)
 	}
-	if strings.Contains(out, "\x1b") || !strings.Contains(out, `\x1b[8m`) {
+	if strings.Contains(out, "\x1b") || !strings.Contains(out, `\u001b[8m`) {
 		t.Errorf("show does not escape the description's escape sequence:\n%q", out)
 	}
 	if !strings.Contains(out, "preflight pins -store "+spec+" approve files delete_file "+pending) {

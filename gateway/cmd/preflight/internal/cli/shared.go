@@ -24,6 +24,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -290,10 +291,11 @@ func origin(d *resolve.Decision) string {
 
 // Text output: one sanitizer for everything a server says.
 
-// escapeUnsafe returns a line of JSON with the characters [text.Sanitize] would
-// remove written as \u escapes: the same JSON values, harmless on a
-// terminal. (The encoder already escapes C0 controls; C1 controls, DEL,
-// bidirectional controls and line separators are valid JSON as they are.)
+// escapeUnsafe returns a line of JSON with the [text.Invisible] characters
+// ([text.Sanitize] removes them) written as JSON \u escapes: the same JSON
+// values, harmless on a terminal. (The encoder already escapes C0
+// controls; C1 controls, DEL, format characters and line separators are
+// valid JSON as they are.)
 func escapeUnsafe(s string) string {
 	if text.Plain(s) {
 		return s
@@ -303,7 +305,10 @@ func escapeUnsafe(s string) string {
 		switch {
 		case r == '\t', r == '\n', r == '\r':
 			b.WriteRune(r)
-		case r < 0x20, r >= 0x7f && r < 0xa0, text.IsBidiControl(r), r == '\u2028', r == '\u2029', r == '\ufeff':
+		case text.Invisible(r) && r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+		case text.Invisible(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteRune(r)

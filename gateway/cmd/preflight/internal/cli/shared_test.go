@@ -15,11 +15,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/preflightmcp/preflight/endpoint"
-	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/hints"
 	"github.com/preflightmcp/preflight/inject"
 )
@@ -48,16 +48,16 @@ func TestShorten(t *testing.T) {
 // text.Sanitize would drop escaped.
 func TestEscapeUnsafe(t *testing.T) {
 	t.Parallel()
-	if got := escapeUnsafe("\"\u202eevil\u0085\u2028\" ok ✓"); got != `"\u202eevil\u0085\u2028" ok ✓` {
+	if got := escapeUnsafe("\"\u202eevil\u0085\u2028\u200b\U000e0041\" ok ✓"); got != `"\u202eevil\u0085\u2028\u200b\udb40\udc41" ok ✓` {
 		t.Errorf("escapeUnsafe = %q", got)
 	}
 }
 
 // unsafeRune reports a character that must never reach a terminal from a
-// server: ESC and the other controls but tab and newline, C1, the
-// bidirectional controls, line separators.
+// server: ESC and the other controls but tab and newline, C1, the format
+// characters (bidirectional controls, zero-width ones), line separators.
 func unsafeRune(r rune) bool {
-	return r < 0x20 && r != '\t' && r != '\n' || r >= 0x7f && r < 0xa0 || text.IsBidiControl(r) || r == '\u2028' || r == '\u2029'
+	return r != '\t' && r != '\n' && unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
 }
 
 func FuzzEscapeUnsafe(f *testing.F) {
