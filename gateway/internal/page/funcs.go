@@ -72,6 +72,9 @@ func funcs() template.FuncMap {
 		},
 		"join":     strings.Join,
 		"clipText": text.Clip,
+		// visible shows every control and format character of a peer's
+		// text (bidirectional, zero-width) as an escape.
+		"visible": text.EscapeLines,
 		// withView and decideArgs pass what the request and decide
 		// templates need beside their item.
 		"withView": func(v view, r *approval.Request) reqArgs { return reqArgs{Prefix: v.Prefix, Request: r} },
