@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -30,15 +29,7 @@ func TestEvents(t *testing.T) {
 		w.Write([]byte(`{"access_token":"at-2","token_type":"Bearer","expires_in":3600}`))
 	}))
 	defer tokens.Close()
-	key, err := vault.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := vault.Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "vault.db"), []vault.Key{key}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer v.Close()
+	v := newVault(t, nil)
 	for p, rt := range map[string]string{"alice": "rt-good", "bob": "rt-bad"} {
 		if err := v.Put(t.Context(), &vault.Connection{Principal: p, Server: "files", TokenURL: tokens.URL, ClientID: "preflight",
 			Token: oauth2.Token{AccessToken: "at-1", RefreshToken: rt, Expiry: time.Now().Add(-time.Minute)}, Status: vault.Connected}); err != nil {
@@ -47,17 +38,12 @@ func TestEvents(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var events []string
-	m, err := New([]Server{{Name: "files", URL: "http://127.0.0.1:1/mcp"}}, Options{Store: v, HTTPClient: tokens.Client(),
-		CallbackURL: func() string { return "" },
+	m := newManager(t, []Server{{Name: "files", URL: "http://127.0.0.1:1/mcp"}}, Options{Store: v, HTTPClient: tokens.Client(),
 		OnEvent: func(server, event string) {
 			mu.Lock()
 			defer mu.Unlock()
 			events = append(events, server+" "+event)
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
 	alice, bob := WithPrincipal(t.Context(), "alice"), WithPrincipal(t.Context(), "bob")
 	for range 2 {
 		if err := m.Connected(alice, "files"); err != nil {
