@@ -34,7 +34,7 @@ type flow struct {
 }
 
 // ErrUnknownFlow is returned by Complete for a state no sign-in under way
-// has (it lapsed, was completed, or never was).
+// has (it lapsed, was answered already, or never was).
 var ErrUnknownFlow = errors.New("this sign-in is unknown or has lapsed; start it again")
 
 // Begin starts principal's sign-in to server and returns the
@@ -337,25 +337,20 @@ func (m *Manager) Complete(ctx context.Context, q url.Values) (principal, server
 	state := q.Get("state")
 	m.mu.Lock()
 	f := m.flows[state]
+	delete(m.flows, state) // a sign-in takes one answer: this one
 	m.mu.Unlock()
 	if f == nil || state == "" {
 		return "", "", ErrUnknownFlow
 	}
+	// The flow's only answer: its channels have room for it.
 	if e := q.Get("error"); e != "" {
 		msg := e
 		if d := q.Get("error_description"); d != "" {
 			msg += ": " + d
 		}
-		select {
-		case f.refused <- fmt.Errorf("the authorization server refused: %s", text.Clip(msg, 300)):
-		default:
-		}
+		f.refused <- fmt.Errorf("the authorization server refused: %s", text.Clip(msg, 300))
 	} else {
-		select {
-		case f.result <- &auth.AuthorizationResult{Code: q.Get("code"), State: state, Iss: q.Get("iss")}:
-		default:
-			return "", "", ErrUnknownFlow // answered already
-		}
+		f.result <- &auth.AuthorizationResult{Code: q.Get("code"), State: state, Iss: q.Get("iss")}
 	}
 	select {
 	case err := <-f.done:

@@ -1,6 +1,7 @@
 package signin
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"golang.org/x/oauth2"
 
 	"github.com/preflightmcp/preflight/gateway/internal/vault"
@@ -375,4 +377,36 @@ func scopes(u *url.URL) string {
 	s := strings.Fields(u.Query().Get("scope"))
 	slices.Sort(s)
 	return strings.Join(s, " ")
+}
+
+// TestCompleteOnce: a sign-in takes one answer: another redirect with its
+// state, while the first is being exchanged, is refused at once rather
+// than waiting for an outcome that goes to the first.
+func TestCompleteOnce(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, []Server{{Name: "files", URL: "https://files.example/mcp"}}, Options{})
+	f := &flow{principal: "alice", server: "files", result: make(chan *auth.AuthorizationResult, 1),
+		refused: make(chan error, 1), done: make(chan error, 1), cancel: func() {}}
+	m.mu.Lock()
+	m.flows["s1"] = f // as the handler's code fetcher leaves it
+	m.mu.Unlock()
+	first := make(chan error, 1)
+	go func() {
+		_, _, err := m.Complete(t.Context(), url.Values{"state": {"s1"}, "code": {"c1"}})
+		first <- err
+	}()
+	if r := <-f.result; r.Code != "c1" { // the handler has the code, and exchanges it
+		t.Fatalf("the handler got %+v", r)
+	}
+	gone, cancel := context.WithCancel(t.Context())
+	cancel() // a second answer that waited would end with this context
+	for _, q := range []url.Values{{"state": {"s1"}, "error": {"access_denied"}}, {"state": {"s1"}, "code": {"c2"}}} {
+		if _, _, err := m.Complete(gone, q); !errors.Is(err, ErrUnknownFlow) {
+			t.Errorf("Complete(%v) while the first answer is exchanged: %v, want ErrUnknownFlow", q, err)
+		}
+	}
+	f.done <- nil
+	if err := <-first; err != nil {
+		t.Fatalf("the first answer: %v", err)
+	}
 }
