@@ -92,11 +92,11 @@ func (m *Manager) Begin(ctx context.Context, principal, server string) (string, 
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.opts.FlowTimeout)
 	f.cancel = cancel
 	go func() {
-		defer end()
 		err := h.Authorize(fctx, req, resp)
 		if err == nil {
 			err = m.keep(fctx, s, f)
 		}
+		end() // before the outcome is told: the principal may start again at once
 		f.done <- err
 	}()
 	select {

@@ -410,3 +410,29 @@ func TestCompleteOnce(t *testing.T) {
 		t.Fatalf("the first answer: %v", err)
 	}
 }
+
+// TestSlotGivenBack: a sign-in that ended, refused in Begin or answered
+// in Complete, no longer counts against its principal's bound when the
+// call returns: they may start again at once.
+func TestSlotGivenBack(t *testing.T) {
+	t.Parallel()
+	p := newPeer(t, "", map[string]string{prmPath: prmDoc, asPath: asDoc,
+		"/.well-known/oauth-protected-resource/wrong": `{"resource":"{base}/wrong","authorization_servers":["{base}/bad"]}`,
+		"/.well-known/oauth-authorization-server/bad": strings.Replace(asDoc, `"issuer":"{base}/as"`, `"issuer":"{base}/elsewhere"`, 1)})
+	m := newManager(t, []Server{{Name: "files", URL: p.base + "/mcp", ClientID: "gw-client"},
+		{Name: "wrong", URL: p.base + "/wrong", ClientID: "gw-client"}}, Options{MaxFlowsPerPrincipal: 1})
+	for range 20 {
+		if _, err := m.Begin(t.Context(), "alice", "wrong"); err == nil || !strings.Contains(err.Error(), "does not match issuer") {
+			t.Fatalf("Begin of a server whose metadata is another issuer's: %v", err)
+		}
+	}
+	for range 20 {
+		state := begin(t, m, "alice", "files").Query().Get("state")
+		if _, _, err := m.Complete(t.Context(), url.Values{"state": {state}, "error": {"access_denied"}}); err == nil {
+			t.Fatal("a refused sign-in completed")
+		}
+	}
+	if all, _ := m.underWayNow(); all != 0 {
+		t.Errorf("%d sign-ins under way after all ended", all)
+	}
+}
