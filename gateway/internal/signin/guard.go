@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -18,7 +19,8 @@ import (
 // addresses of the kind the upstream's own has: a public upstream's
 // authorization server must be public; an upstream on a private network or
 // on loopback may use one there. Link-local addresses (cloud metadata
-// services), unspecified and multicast ones are never reached.
+// services), the few private ones of other metadata services, unspecified
+// and multicast ones are never reached.
 
 // reach is the kind of addresses requests may go to.
 type reach int
@@ -70,11 +72,21 @@ func local(ip netip.Addr) bool {
 // cgnat is the shared address space of RFC 6598, private in practice.
 var cgnat = netip.MustParsePrefix("100.64.0.0/10")
 
+// metadataServices are the cloud metadata services not on a link-local
+// address (AWS's and Google's over IPv6, Alibaba's): private addresses
+// that no upstream may send the gateway to either.
+var metadataServices = []netip.Addr{
+	netip.MustParseAddr("fd00:ec2::254"),
+	netip.MustParseAddr("fd20:ce::254"),
+	netip.MustParseAddr("100.100.100.200"),
+}
+
 // allowed reports whether a connection may go to ip.
 func (r reach) allowed(ip netip.Addr) bool {
 	ip = ip.Unmap()
 	switch {
-	case !ip.IsValid(), ip.IsUnspecified(), ip.IsMulticast(), ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast(), ip.IsInterfaceLocalMulticast():
+	case !ip.IsValid(), ip.IsUnspecified(), ip.IsMulticast(), ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast(), ip.IsInterfaceLocalMulticast(),
+		slices.Contains(metadataServices, ip.WithZone("")):
 		return false
 	case local(ip):
 		return r == reachPrivate

@@ -12,8 +12,9 @@ import (
 // TestReach checks where an upstream may send the gateway's sign-in
 // requests: a public upstream only to public addresses, a private or
 // loopback one also to private and loopback ones, and nobody to
-// link-local (cloud metadata), unspecified or multicast addresses, in
-// whatever form the address comes.
+// link-local (cloud metadata), unspecified or multicast addresses, nor to
+// the metadata services clouds keep at private ones, in whatever form the
+// address comes.
 func TestReach(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -53,7 +54,7 @@ func TestReach(t *testing.T) {
 		{"10.0.0.1", false, true},
 		{"172.31.255.255", false, true},
 		{"192.168.1.1", false, true},
-		{"100.100.100.200", false, true}, // RFC 6598 (some clouds' metadata)
+		{"100.100.100.199", false, true}, // RFC 6598
 		{"fd12:3456::1", false, true},
 		{"::ffff:192.168.1.1", false, true},
 		{"::ffff:127.0.0.1", false, true},
@@ -62,7 +63,12 @@ func TestReach(t *testing.T) {
 		{"::ffff:169.254.169.254", false, false},
 		{"fe80::1", false, false},
 		{"fe80::1%eth0", false, false},
-		{"fd00:ec2::254", false, true}, // a ULA: private, as for any upstream on one
+		{"fd00:ec2::254", false, false},   // AWS's metadata service over IPv6
+		{"fd20:ce::254", false, false},    // Google's
+		{"100.100.100.200", false, false}, // Alibaba's
+		{"::ffff:100.100.100.200", false, false},
+		{"fd00:ec2::254%eth0", false, false},
+		{"fd00:ec2::253", false, true},
 		{"0.0.0.0", false, false},
 		{"::", false, false},
 		{"224.0.0.1", false, false},
