@@ -273,3 +273,95 @@ func TestRefreshGuarded(t *testing.T) {
 		t.Errorf("the token endpoint on loopback had %d requests", hits)
 	}
 }
+
+// TestKeep: what a sign-in granted is kept with the scopes the token says
+// (else those asked for) and the authorization server it came from; it
+// ends a step-up's refusal, wakes those waiting for the server to be
+// connected, and makes its principal the one who lists the server only if
+// nobody did before.
+func TestKeep(t *testing.T) {
+	t.Parallel()
+	v := newVault(t, nil)
+	m := newManager(t, []Server{{Name: "files", URL: "https://files.example/mcp"}, {Name: "wiki", URL: "https://wiki.example/mcp", Shared: true}},
+		Options{Store: v})
+	ctx := t.Context()
+	cfg := &oauth2.Config{ClientID: "gw", Scopes: []string{"files:read", "offline_access"},
+		Endpoint: oauth2.Endpoint{AuthURL: "https://as.example/oauth/authorize", TokenURL: "https://as.example/oauth/token"}}
+	ready := m.Ready("files")
+	if err := m.keep(ctx, m.servers["files"], &flow{principal: "alice", cfg: cfg,
+		token: (&oauth2.Token{AccessToken: "at-alice"}).WithExtra(map[string]any{"scope": "files:read files:write"})}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ready:
+	default:
+		t.Error("those waiting for files to be connected were not told")
+	}
+	if m.Ready("files") == ready {
+		t.Error("Ready gives a channel already closed")
+	}
+	g, err := v.Get(ctx, "alice", "files")
+	if err != nil || g.Scopes != "files:read files:write" || g.Issuer != "https://as.example" || g.TokenURL != cfg.Endpoint.TokenURL || g.ClientID != "gw" {
+		t.Fatalf("alice's grant: %+v, %v", g, err)
+	}
+
+	m.Refused(ctx, "files", "bob", &http.Response{StatusCode: http.StatusForbidden,
+		Header: http.Header{"Www-Authenticate": {`Bearer error="insufficient_scope", scope="files:write"`}}})
+	if err := m.keep(ctx, m.servers["files"], &flow{principal: "bob", cfg: cfg, token: &oauth2.Token{AccessToken: "at-bob"}}); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := m.Authorization(ctx, "files", "bob"); err != nil || a != "Bearer at-bob" {
+		t.Errorf("bob, connected again after a step-up refusal: %q, %v", a, err)
+	}
+	if g, err := v.Get(ctx, "bob", "files"); err != nil || g.Scopes != "files:read offline_access" {
+		t.Errorf("bob's grant, whose token names no scopes: %+v, %v; want those asked for", g, err)
+	}
+	if p, ok := m.Identity(ctx, "files"); !ok || p != "alice" {
+		t.Errorf("Identity(files) = %q, %v; want alice, who connected first", p, ok)
+	}
+	if err := m.keep(ctx, m.servers["wiki"], &flow{principal: "", cfg: cfg, token: &oauth2.Token{AccessToken: "at-wiki"}}); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := m.Authorization(ctx, "wiki", "bob"); err != nil || a != "Bearer at-wiki" {
+		t.Errorf("bob's request to wiki: %q, %v; want the shared grant", a, err)
+	}
+	if err := m.keep(ctx, m.servers["files"], &flow{principal: "carol", cfg: cfg}); err == nil {
+		t.Error("a sign-in that granted no token was kept")
+	}
+}
+
+// TestDisconnect: a disconnected grant is no longer used, here at once,
+// nor lists the server; disconnecting twice is no error, an unknown
+// server is.
+func TestDisconnect(t *testing.T) {
+	t.Parallel()
+	v := newVault(t, nil)
+	for _, p := range []string{"alice", "bob"} {
+		if err := v.Put(t.Context(), &vault.Connection{Principal: p, Server: "files", ClientID: "gw", Token: oauth2.Token{AccessToken: "at-" + p}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := newManager(t, []Server{{Name: "files", URL: "https://files.example/mcp"}}, Options{Store: v})
+	ctx := t.Context()
+	if p, ok := m.Identity(ctx, "files"); !ok || p != "alice" {
+		t.Fatalf("Identity = %q, %v", p, ok)
+	}
+	if err := m.Connected(WithPrincipal(ctx, "alice"), "files"); err != nil { // cached
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := m.Disconnect(ctx, "alice", "files"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var nc *NotConnectedError
+	if err := m.Connected(WithPrincipal(ctx, "alice"), "files"); !errors.As(err, &nc) {
+		t.Errorf("alice after disconnecting: %v", err)
+	}
+	if p, ok := m.Identity(ctx, "files"); !ok || p != "bob" {
+		t.Errorf("Identity after alice disconnected = %q, %v; want bob", p, ok)
+	}
+	if err := m.Disconnect(ctx, "alice", "nope"); err == nil {
+		t.Error("disconnecting an unknown server")
+	}
+}
