@@ -365,3 +365,58 @@ func TestDisconnect(t *testing.T) {
 		t.Error("disconnecting an unknown server")
 	}
 }
+
+// TestIdentityMovesOn: when the grant that lists a server no longer
+// serves (its refresh was refused, or it was disconnected on another
+// replica), the gateway's own requests carry the next connected
+// principal's.
+func TestIdentityMovesOn(t *testing.T) {
+	t.Parallel()
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write([]byte(`{"error":"invalid_grant"}`))
+	}))
+	defer tokens.Close()
+	now := time.Now().Add(-time.Hour)
+	v := newVault(t, &vault.Options{Now: func() time.Time { return now }}) // the test's goroutine only
+	for _, c := range []struct {
+		principal, server string
+		expiry            time.Time
+	}{{"alice", "files", now}, {"bob", "files", time.Time{}}, {"carol", "wiki", time.Time{}}, {"dave", "wiki", time.Time{}}} {
+		if err := v.Put(t.Context(), &vault.Connection{Principal: c.principal, Server: c.server, ClientID: "gw", TokenURL: tokens.URL,
+			AuthStyle: int(oauth2.AuthStyleInParams), Token: oauth2.Token{AccessToken: "at-" + c.principal, RefreshToken: "rt", Expiry: c.expiry}}); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Second) // created in this order
+	}
+	m := newManager(t, []Server{{Name: "files", URL: "https://files.example/mcp"}, {Name: "wiki", URL: "https://wiki.example/mcp"}},
+		Options{Store: v, HTTPClient: tokens.Client()})
+	ctx := t.Context() // the gateway's own requests: no principal
+	for _, c := range []struct {
+		server, first, then string
+		gone                func()
+	}{
+		{"files", "alice", "bob", func() {}}, // alice's token is refreshed, and refused
+		{"wiki", "carol", "dave", func() {
+			if err := v.Delete(ctx, "carol", "wiki"); err != nil { // as another replica would
+				t.Fatal(err)
+			}
+		}},
+	} {
+		if p, ok := m.Identity(ctx, c.server); !ok || p != c.first {
+			t.Fatalf("Identity(%s) = %q, %v; want %s", c.server, p, ok, c.first)
+		}
+		c.gone()
+		var nc *NotConnectedError
+		if err := m.Connected(ctx, c.server); !errors.As(err, &nc) {
+			t.Fatalf("the gateway's own request to %s with %s's grant: %v", c.server, c.first, err)
+		}
+		if p, ok := m.Identity(ctx, c.server); !ok || p != c.then {
+			t.Errorf("Identity(%s) once %s's grant no longer serves = %q, %v; want %s", c.server, c.first, p, ok, c.then)
+		}
+		if err := m.Connected(ctx, c.server); err != nil {
+			t.Errorf("the gateway's own request to %s: %v", c.server, err)
+		}
+	}
+}

@@ -288,6 +288,16 @@ func (m *Manager) Identity(ctx context.Context, server string) (string, bool) {
 	return p, true
 }
 
+// unlist stops p's grant listing server, as it no longer serves: the
+// next connected principal's does.
+func (m *Manager) unlist(server, p string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l, ok := m.lister[server]; ok && l == p {
+		delete(m.lister, server)
+	}
+}
+
 // principalOf returns whose grant a request in ctx to server carries: its
 // principal's, or for the gateway's own requests the identity's.
 func (m *Manager) principalOf(ctx context.Context, server string) (string, bool) {
@@ -344,10 +354,12 @@ func (m *Manager) grantOf(ctx context.Context, server, p string) (*vault.Connect
 	g, err := m.opts.Store.Get(ctx, p, server)
 	switch {
 	case errors.Is(err, vault.ErrNotFound):
+		m.unlist(server, p)
 		return nil, &NotConnectedError{Principal: p, Server: server}
 	case err != nil:
 		return nil, fmt.Errorf("signin: reading the connection of %q: %w", server, err)
 	case g.Status != vault.Connected:
+		m.unlist(server, p)
 		return nil, &NotConnectedError{Principal: p, Server: server, Reason: "its connection " + statusText(g)}
 	case challenged && !g.Updated.After(ch.at):
 		return nil, &NotConnectedError{Principal: p, Server: server, Reason: "the upstream asks for more than this connection grants; connect again"}
@@ -371,6 +383,7 @@ func (m *Manager) grantOf(ctx context.Context, server, p string) (*vault.Connect
 			case ctx.Err() != nil:
 				return nil, ctx.Err()
 			case errors.Is(err, vault.ErrRejected), errors.Is(err, vault.ErrRevoked):
+				m.unlist(server, p)
 				m.Report(server, EventRefreshFailed)
 				m.opts.Logger.WarnContext(ctx, "upstream token refresh refused", "upstream", server, "principal", p, "error", text.Clip(err.Error(), 300))
 				return nil, &NotConnectedError{Principal: p, Server: server, Reason: "its authorization server no longer renews the connection; connect again"}
@@ -470,10 +483,8 @@ func (m *Manager) Refused(ctx context.Context, server, p string, resp *http.Resp
 	// upstream: whoever connected it next does.
 	m.mu.Lock()
 	delete(m.cached, k)
-	if m.lister[server] == p {
-		delete(m.lister, server)
-	}
 	m.mu.Unlock()
+	m.unlist(server, p)
 	if err := m.opts.Store.Mark(context.WithoutCancel(ctx), p, server, vault.Revoked, "the upstream refused its token (HTTP 401)"); err != nil && !errors.Is(err, vault.ErrNotFound) {
 		m.opts.Logger.WarnContext(ctx, "marking a refused connection", "upstream", server, "principal", p, "error", text.Clip(err.Error(), 300))
 	}
@@ -519,10 +530,8 @@ func (m *Manager) Disconnect(ctx context.Context, principal, server string) erro
 	m.mu.Lock()
 	delete(m.cached, k)
 	delete(m.challenges, k)
-	if m.lister[server] == principal {
-		delete(m.lister, server)
-	}
 	m.mu.Unlock()
+	m.unlist(server, principal)
 	err := m.opts.Store.Delete(ctx, principal, server)
 	if errors.Is(err, vault.ErrNotFound) {
 		return nil
