@@ -66,24 +66,42 @@ func reachOf(ctx context.Context, serverURL string) reach {
 // local reports a loopback or private address.
 func local(ip netip.Addr) bool {
 	ip = ip.Unmap()
-	return ip.IsLoopback() || ip.IsPrivate() || cgnat.Contains(ip)
+	return ip.IsLoopback() || ip.IsPrivate() || cgnat.Contains(ip) || nat64Local.Contains(ip)
 }
 
 // cgnat is the shared address space of RFC 6598, private in practice.
 var cgnat = netip.MustParsePrefix("100.64.0.0/10")
 
-// metadataServices are the cloud metadata services not on a link-local
-// address (AWS's and Google's over IPv6, Alibaba's): private addresses
-// that no upstream may send the gateway to either.
+// NAT64 prefixes: the well-known one (RFC 6052), whose addresses stand for
+// the IPv4 address in their last 32 bits, and the local-use one (RFC
+// 8215), private.
+var (
+	nat64      = netip.MustParsePrefix("64:ff9b::/96")
+	nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")
+)
+
+// metadataServices are the cloud metadata and host services not on a
+// link-local address: AWS's over IPv6 (instance metadata, the EKS pod
+// identity agent), Google's over IPv6, Oracle's (IPv4 and IPv6),
+// Alibaba's, and Azure's WireServer. No upstream may send the gateway to
+// them, even the public ones among them.
 var metadataServices = []netip.Addr{
 	netip.MustParseAddr("fd00:ec2::254"),
+	netip.MustParseAddr("fd00:ec2::23"),
 	netip.MustParseAddr("fd20:ce::254"),
+	netip.MustParseAddr("192.0.0.192"),
+	netip.MustParseAddr("fd00:c1::a9fe:a9fe"),
 	netip.MustParseAddr("100.100.100.200"),
+	netip.MustParseAddr("168.63.129.16"),
 }
 
 // allowed reports whether a connection may go to ip.
 func (r reach) allowed(ip netip.Addr) bool {
 	ip = ip.Unmap()
+	if nat64.Contains(ip) {
+		b := ip.As16()
+		ip = netip.AddrFrom4([4]byte(b[12:]))
+	}
 	switch {
 	case !ip.IsValid(), ip.IsUnspecified(), ip.IsMulticast(), ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast(), ip.IsInterfaceLocalMulticast(),
 		slices.Contains(metadataServices, ip.WithZone("")):
