@@ -108,10 +108,13 @@ func OneLine(s string) string {
 // Invisible reports a character that can hide, disguise or reorder the
 // text around it: a control character (C0, DEL, C1), a format character
 // (Unicode category Cf: the bidirectional controls, zero-width spaces and
-// joiners, the byte order mark, the tag characters) or a line or
-// paragraph separator.
+// joiners, the byte order mark, the tag characters), a line or paragraph
+// separator, a variation selector (which can carry hidden data after any
+// character) or another character Unicode says to render as nothing (the
+// Hangul fillers, the combining grapheme joiner).
 func Invisible(r rune) bool {
-	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029'
+	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' ||
+		unicode.Is(unicode.Variation_Selector, r) || unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r)
 }
 
 // Escape returns s with every [Invisible] character written as an escape

@@ -116,6 +116,8 @@ func TestSanitize(t *testing.T) {
 		{"ad\u200bmin soft\u00adhyphen", "admin softhyphen"},
 		{"tags \U000e0069\U000e0067\U000e006eend", "tags end"},
 		{"joiner 👨\u200d👩", "joiner 👨👩"},
+		{"smuggled a\ufe00\ufe0f\U000e0100b", "smuggled ab"},
+		{"fillers \u115f\u1160\u3164\uffa0x \u034fy", "fillers x y"},
 		{"bad \xff utf8", "bad \ufffd utf8"},
 		{"ünïcödé 日本 ✓", "ünïcödé 日本 ✓"},
 	} {
@@ -164,6 +166,7 @@ func TestEscape(t *testing.T) {
 		{"evil\u202etxt.exe", `evil\u202etxt.exe`, `evil\u202etxt.exe`},
 		{"ad\u200bmin\ufeff", `ad\u200bmin\ufeff`, `ad\u200bmin\ufeff`},
 		{"tag\U000e0041", `tag\U000e0041`, `tag\U000e0041`},
+		{"vs a\ufe0f\U000e0101 h\u3164", `vs a\ufe0f\U000e0101 h\u3164`, `vs a\ufe0f\U000e0101 h\u3164`},
 		{"sep\u2028", `sep\u2028`, `sep\u2028`},
 		{"bad \xff\xfe", `bad \xff\xfe`, `bad \xff\xfe`},
 		{"ünïcödé 日本 ✓ \ufffd", "ünïcödé 日本 ✓ \ufffd", "ünïcödé 日本 ✓ \ufffd"},
