@@ -92,7 +92,8 @@ func config(command string) string {
 // TestWatch edits a real file the ways editors and tools do and checks
 // what is delivered.
 func TestWatch(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it waits on short timers (a health interval, a
+	// debounce) that a loaded machine must not stretch.
 	dir := t.TempDir()
 	path := filepath.Join(dir, "gateway.yaml")
 	writeFile(t, path, config("one"))

@@ -30,6 +30,9 @@ func (t *traced) Serve(ctx context.Context, c *Call) (json.RawMessage, error) {
 	res, err := t.next.Serve(ctx, c)
 	span.SetAttributes(attributes(c, err)...)
 	tracing.Fail(span, err)
+	if err == nil && c.Outcome == "tool_error" {
+		tracing.FailTool(span)
+	}
 	return res, err
 }
 

@@ -107,6 +107,35 @@ func TestCompileTracedHeaderAndError(t *testing.T) {
 	}
 }
 
+// TestCompileTracedToolError: a call that ended in a tool's error result
+// marks its span failed with error.type tool_error; its stages, which
+// passed the result on, are not.
+func TestCompileTracedToolError(t *testing.T) {
+	t.Parallel()
+	ch, rec := tracedChain(func(_ context.Context, c *call.Call) (json.RawMessage, error) {
+		c.Outcome = "tool_error"
+		return json.RawMessage(`{"content":[],"isError":true}`), nil
+	})
+	if _, err := ch.Serve(context.Background(), &call.Call{Method: call.ToolsCall, Name: "t", Client: &call.Client{Version: "2026-07-28"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range rec.Ended() {
+		var errorType string
+		for _, kv := range s.Attributes() {
+			if kv.Key == "error.type" {
+				errorType = kv.Value.String()
+			}
+		}
+		if s.Name() == "tools/call" {
+			if s.Status().Code != codes.Error || errorType != "tool_error" {
+				t.Errorf("the call's span: status %v, error.type %q; want an error, tool_error", s.Status(), errorType)
+			}
+		} else if s.Status().Code == codes.Error || errorType != "" {
+			t.Errorf("stage %s: status %v, error.type %q; want neither", s.Name(), s.Status(), errorType)
+		}
+	}
+}
+
 func names(spans []sdktrace.ReadOnlySpan) []string {
 	var out []string
 	for _, s := range spans {

@@ -194,6 +194,9 @@ func (s *Send) Serve(ctx context.Context, c *call.Call) (json.RawMessage, error)
 // in _meta.
 func (f *Forward) once(ctx context.Context, c *call.Call) (json.RawMessage, error) {
 	c.UpstreamEra = c.Upstream.Era()
+	if !tracing.Recording(ctx) {
+		return f.send(ctx, c)
+	}
 	ctx, span := tracing.Start(ctx, "upstream "+c.Method, trace.SpanKindClient,
 		tracing.Method.String(c.Method), tracing.Server.String(c.Upstream.Name()),
 		tracing.UpEra.String(c.UpstreamEra), tracing.Attempt.Int(c.Attempts))

@@ -185,12 +185,15 @@ func (r *retrier) serve(ctx context.Context, c *call.Call, send func(context.Con
 // be able to take it, both before the deadline.
 // When the call is traced, the wait is a span named retry.
 func (r *retrier) wait(ctx context.Context, deadline time.Time, attempt int, c *call.Call, te *upstream.TransientError) (err error) {
-	ctx, span := tracing.Start(ctx, "retry", trace.SpanKindInternal,
-		tracing.Server.String(te.Upstream), tracing.Attempt.Int(attempt), tracing.Failure.String(te.Kind))
-	defer func() {
-		tracing.Fail(span, err)
-		span.End()
-	}()
+	if tracing.Recording(ctx) {
+		var span trace.Span
+		ctx, span = tracing.Start(ctx, "retry", trace.SpanKindInternal,
+			tracing.Server.String(te.Upstream), tracing.Attempt.Int(attempt), tracing.Failure.String(te.Kind))
+		defer func() {
+			tracing.Fail(span, err)
+			span.End()
+		}()
+	}
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	d := min(r.p.Max, r.p.Initial<<min(attempt-1, 20))

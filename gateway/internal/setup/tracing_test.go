@@ -46,6 +46,11 @@ func TestTracerProvider(t *testing.T) {
 		{name: "sampler from the section", section: config.Tracing{SampleRatio: &zero}, env: map[string]string{"OTEL_TRACES_SAMPLER": "always_on"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// Only the case's variables: none the machine running the
+			// tests has set.
+			for _, k := range []string{"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG"} {
+				t.Setenv(k, "")
+			}
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}

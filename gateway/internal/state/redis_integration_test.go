@@ -178,7 +178,8 @@ func TestRedisKeys(t *testing.T) {
 // and its subscribers get a Gap (what was published meanwhile is lost),
 // then every message published after.
 func TestBusResubscribe(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it waits on short timers (a health interval, a
+	// debounce) that a loaded machine must not stretch.
 	srv := redistest.Start(t, nil)
 	prefix := redistest.Prefix(t)
 	a := state.NewRedis(newClient(t, srv.Addr()), &state.Options{Prefix: prefix})
@@ -252,7 +253,8 @@ func TestWaitAcrossRestart(t *testing.T) {
 // after a health interval without an answer to a PING; its subscribers
 // get a Gap, then the messages published after.
 func TestBusStalledConnection(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it waits on short timers (a health interval, a
+	// debounce) that a loaded machine must not stretch.
 	p := newProxy(t, redistest.Addr(t))
 	prefix := redistest.Prefix(t)
 	a := state.NewRedis(newClient(t, p.addr()), &state.Options{Prefix: prefix, HealthInterval: 50 * time.Millisecond})

@@ -84,7 +84,8 @@ func TestInject(t *testing.T) {
 }
 
 // TestStart: a span under a recording one is made by its provider; under
-// none, or under one not sampled, nothing is made.
+// none, or under one not sampled, nothing is made and a span that does
+// nothing is returned.
 func TestStart(t *testing.T) {
 	t.Parallel()
 	exp := tracetest.NewInMemoryExporter()
@@ -106,7 +107,17 @@ func TestStart(t *testing.T) {
 	defer never.Shutdown(context.Background())
 	exp.Reset()
 	ctx, unsampled := never.Tracer("test").Start(context.Background(), "call")
-	if c, s := Start(ctx, "x", trace.SpanKindClient); s.SpanContext().SpanID() != unsampled.SpanContext().SpanID() || c != ctx {
+	if c, s := Start(ctx, "x", trace.SpanKindClient); s.IsRecording() || s.SpanContext().IsValid() || c != ctx {
 		t.Error("a span was made under a trace not sampled")
+	}
+	if !unsampled.SpanContext().IsValid() {
+		t.Fatal("the unsampled call has no span context")
+	}
+	// What Start gives is not the caller's span: ending it leaves the
+	// caller's as it was.
+	_, s := Start(ctx, "x", trace.SpanKindClient)
+	s.End()
+	if s == trace.SpanFromContext(ctx) {
+		t.Error("Start gave the caller's own span")
 	}
 }

@@ -109,19 +109,30 @@ func Inject(ctx context.Context, meta map[string]any) map[string]any {
 	return meta
 }
 
+// Recording reports whether ctx's span records: whether code below the
+// chain should make spans ([Start]). Callers ask before they build a
+// span's name and attributes, so that an untraced call allocates nothing
+// for them.
+func Recording(ctx context.Context) bool {
+	return trace.SpanFromContext(ctx).IsRecording()
+}
+
 // Start starts a span named name under ctx's, made by the provider of
 // ctx's span: the gateway's when the call is traced. When ctx's span
 // records nothing (tracing is off, or the trace is not sampled), no span
-// is made: ctx and its span are returned, and ending that span does
-// nothing. Code below the chain makes its spans with Start and needs no
-// tracer of its own.
+// is made: ctx is returned with a span that does nothing. Code below the
+// chain makes its spans with Start and needs no tracer of its own.
 func Start(ctx context.Context, name string, kind trace.SpanKind, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
 	parent := trace.SpanFromContext(ctx)
 	if !parent.IsRecording() {
-		return ctx, parent
+		return ctx, noSpan
 	}
 	return parent.TracerProvider().Tracer(Scope).Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
 }
+
+// noSpan is the span of [Start] when it makes none: it records nothing and
+// ending it does nothing (never the caller's span).
+var noSpan = trace.SpanFromContext(context.Background())
 
 // Fail marks span failed by err, when err is not nil, with the kind of
 // error and never its text, which may quote what a peer sent (an
@@ -159,6 +170,19 @@ func (h headerCarrier) Get(key string) string {
 }
 func (h headerCarrier) Set(key, value string) { http.Header(h).Set(key, value) }
 func (h headerCarrier) Keys() []string        { return propagation.HeaderCarrier(h).Keys() }
+
+// FailTool marks a call's span failed by a tool's error result (isError),
+// as the semantic conventions of MCP ask: error.type tool_error.
+func FailTool(span trace.Span) {
+	span.SetAttributes(ErrorType.String("tool_error"))
+	span.SetStatus(codes.Error, "tool_error")
+}
+
+// End ends span, failed by err when err is not nil ([Fail]).
+func End(span trace.Span, err error) {
+	Fail(span, err)
+	span.End()
+}
 
 // carrier is a propagation.TextMapCarrier over a small map.
 type carrier map[string]string

@@ -42,8 +42,8 @@ func registerResolve(client *mcp.Client) {
 // with arguments, and returns its answer (either shape) and the raw
 // result.
 func (c *Conn) Resolve(ctx context.Context, name string, arguments json.RawMessage) (_ *preflight.ResolveResult, _ json.RawMessage, err error) {
-	ctx, end := c.request(ctx, preflight.MethodResolve)
-	defer func() { end(err) }()
+	ctx, span := c.request(ctx, preflight.MethodResolve)
+	defer func() { tracing.End(span, err) }()
 	cs, _, err := c.sessionFor(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -68,8 +68,8 @@ func (c *Conn) Resolve(ctx context.Context, name string, arguments json.RawMessa
 
 // Complete forwards completion/complete.
 func (c *Conn) Complete(ctx context.Context, p *mcp.CompleteParams) (_ *mcp.CompleteResult, err error) {
-	ctx, end := c.request(ctx, "completion/complete")
-	defer func() { end(err) }()
+	ctx, span := c.request(ctx, "completion/complete")
+	defer func() { tracing.End(span, err) }()
 	cs, era, err := c.sessionFor(ctx)
 	if err != nil {
 		return nil, err
@@ -86,8 +86,8 @@ func (c *Conn) Complete(ctx context.Context, p *mcp.CompleteParams) (_ *mcp.Comp
 
 // Subscribe subscribes to updates of the resource at uri.
 func (c *Conn) Subscribe(ctx context.Context, uri string) (err error) {
-	ctx, end := c.request(ctx, "resources/subscribe")
-	defer func() { end(err) }()
+	ctx, span := c.request(ctx, "resources/subscribe")
+	defer func() { tracing.End(span, err) }()
 	cs, _, err := c.sessionFor(ctx)
 	if err != nil {
 		return err
@@ -101,8 +101,8 @@ func (c *Conn) Subscribe(ctx context.Context, uri string) (err error) {
 
 // Unsubscribe ends a subscription.
 func (c *Conn) Unsubscribe(ctx context.Context, uri string) (err error) {
-	ctx, end := c.request(ctx, "resources/unsubscribe")
-	defer func() { end(err) }()
+	ctx, span := c.request(ctx, "resources/unsubscribe")
+	defer func() { tracing.End(span, err) }()
 	cs, _, err := c.sessionFor(ctx)
 	if err != nil {
 		return err
@@ -117,13 +117,11 @@ func (c *Conn) Unsubscribe(ctx context.Context, uri string) (err error) {
 // request starts the span of a request the gateway makes of the upstream
 // itself (tools/resolve, completion/complete, resources/subscribe and
 // unsubscribe) when the call that needs it is traced (tracing.Start); the
-// upstream gets its trace context in _meta. end ends the span with the
-// request's error.
-func (c *Conn) request(ctx context.Context, method string) (_ context.Context, end func(error)) {
-	ctx, span := tracing.Start(ctx, "upstream "+method, trace.SpanKindClient,
-		tracing.Method.String(method), tracing.Server.String(c.spec.Name), tracing.UpEra.String(c.Era()))
-	return ctx, func(err error) {
-		tracing.Fail(span, err)
-		span.End()
+// upstream gets its trace context in _meta.
+func (c *Conn) request(ctx context.Context, method string) (context.Context, trace.Span) {
+	if !tracing.Recording(ctx) {
+		return tracing.Start(ctx, method, trace.SpanKindClient)
 	}
+	return tracing.Start(ctx, "upstream "+method, trace.SpanKindClient,
+		tracing.Method.String(method), tracing.Server.String(c.spec.Name), tracing.UpEra.String(c.Era()))
 }
