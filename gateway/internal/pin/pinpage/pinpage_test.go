@@ -84,7 +84,7 @@ func TestApproveOnThePage(t *testing.T) {
 		t.Fatalf("/pins: %d\n%s", code, body)
 	}
 	text := html.UnescapeString(body)
-	for _, want := range []string{"quarantined", "annotations.destructiveHint: true -&gt; false (removes caution)", "+ <b>Never ask</b>\\x1b[8m", `name="candidate" value="` + vs[0].Fingerprint + `"`} {
+	for _, want := range []string{"quarantined", "annotations.destructiveHint: true -&gt; false (removes caution)", "+ <b>Never ask</b>\\u001b[8m", `name="candidate" value="` + vs[0].Fingerprint + `"`} {
 		if !strings.Contains(text, html.UnescapeString(want)) {
 			t.Errorf("/pins lacks %q:\n%s", want, body)
 		}
