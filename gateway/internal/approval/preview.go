@@ -177,8 +177,8 @@ func render(members []member, sensitive []string, limit int) []Arg {
 func cleanAll(args []Arg, maxName, maxValue int) {
 	for i := range args {
 		a := &args[i]
-		a.Name, _ = clean(a.Name, maxName)
-		a.Value, a.Clipped = clean(a.Value, maxValue)
+		a.Name, _ = text.EscapeCut(a.Name, maxName)
+		a.Value, a.Clipped = text.EscapeCut(a.Value, maxValue)
 	}
 }
 
@@ -311,14 +311,4 @@ func compactWithheld(raw []byte, sensitive []string, max int) string {
 		}
 	}
 	return b.String()
-}
-
-// clean writes what could mislead a person reading s (control, format
-// and separator characters, invalid UTF-8) as escapes ([text.Escape]) and
-// cuts the result to max bytes on a character boundary; it reports
-// whether it cut.
-func clean(s string, max int) (string, bool) {
-	v := text.Escape(s)
-	c := text.Cut(v, max)
-	return c, len(c) < len(v)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/preflightmcp/preflight/gateway/internal/text"
 	"github.com/preflightmcp/preflight/hints"
 	"github.com/preflightmcp/preflight/requeststate"
 )
@@ -339,7 +340,8 @@ func checkKey(k Key) error {
 	return nil
 }
 
+// firstClean is s escaped and cut to max bytes ([text.EscapeCut]).
 func firstClean(s string, max int) string {
-	c, _ := clean(s, max)
+	c, _ := text.EscapeCut(s, max)
 	return c
 }

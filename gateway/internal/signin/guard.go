@@ -65,8 +65,22 @@ func reachOf(ctx context.Context, serverURL string) reach {
 
 // local reports a loopback or private address.
 func local(ip netip.Addr) bool {
-	ip = ip.Unmap()
+	ip = unwrap(ip)
 	return ip.IsLoopback() || ip.IsPrivate() || cgnat.Contains(ip) || nat64Local.Contains(ip)
+}
+
+// unwrap returns the address a connection to ip reaches, as the rules
+// judge it: without its zone (which Linux ignores on an address that is
+// not link-local, and which Prefix.Contains never matches), an
+// IPv4-mapped address as IPv4, and a NAT64 address of the well-known
+// prefix as the IPv4 address it stands for.
+func unwrap(ip netip.Addr) netip.Addr {
+	ip = ip.WithZone("").Unmap()
+	if nat64.Contains(ip) {
+		b := ip.As16()
+		ip = netip.AddrFrom4([4]byte(b[12:]))
+	}
+	return ip
 }
 
 // cgnat is the shared address space of RFC 6598, private in practice.
@@ -74,7 +88,9 @@ var cgnat = netip.MustParsePrefix("100.64.0.0/10")
 
 // NAT64 prefixes: the well-known one (RFC 6052), whose addresses stand for
 // the IPv4 address in their last 32 bits, and the local-use one (RFC
-// 8215), private.
+// 8215), private, whose last 32 bits are judged too (the common /96
+// layout), so that no translator there leads to a link-local or metadata
+// address.
 var (
 	nat64      = netip.MustParsePrefix("64:ff9b::/96")
 	nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")
@@ -97,14 +113,16 @@ var metadataServices = []netip.Addr{
 
 // allowed reports whether a connection may go to ip.
 func (r reach) allowed(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	if nat64.Contains(ip) {
+	ip = unwrap(ip)
+	if nat64Local.Contains(ip) {
 		b := ip.As16()
-		ip = netip.AddrFrom4([4]byte(b[12:]))
+		if !reachPrivate.allowed(netip.AddrFrom4([4]byte(b[12:]))) {
+			return false
+		}
 	}
 	switch {
 	case !ip.IsValid(), ip.IsUnspecified(), ip.IsMulticast(), ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast(), ip.IsInterfaceLocalMulticast(),
-		slices.Contains(metadataServices, ip.WithZone("")):
+		slices.Contains(metadataServices, ip):
 		return false
 	case local(ip):
 		return r == reachPrivate

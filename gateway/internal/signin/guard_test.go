@@ -34,7 +34,10 @@ func TestReach(t *testing.T) {
 		{"http://100.64.1.1/mcp", reachPrivate},
 		{"http://[fd00::1]/mcp", reachPrivate},
 		{"http://[::ffff:10.0.0.1]/mcp", reachPrivate},
-		{"http://169.254.169.254/mcp", reachPublic}, // reaches nothing link-local either
+		{"http://[64:ff9b::a00:5]/mcp", reachPrivate},   // NAT64 of 10.0.0.5
+		{"http://[64:ff9b::808:808]/mcp", reachPublic},  // NAT64 of 8.8.8.8
+		{"http://[64:ff9b:1::a00:5]/mcp", reachPrivate}, // local-use NAT64
+		{"http://169.254.169.254/mcp", reachPublic},     // reaches nothing link-local either
 		{"http://[fe80::1]/mcp", reachPublic},
 		{"::not a url", reachPublic},
 	} {
@@ -69,15 +72,19 @@ func TestReach(t *testing.T) {
 		{"::ffff:100.100.100.200", false, false},
 		{"fd00:ec2::254%eth0", false, false},
 		{"fd00:ec2::253", false, true},
-		{"fd00:ec2::23", false, false},       // the EKS pod identity agent
-		{"192.0.0.192", false, false},        // Oracle's, a public address
-		{"fd00:c1::a9fe:a9fe", false, false}, // Oracle's over IPv6
-		{"168.63.129.16", false, false},      // Azure's WireServer, a public address
-		{"64:ff9b::a9fe:a9fe", false, false}, // NAT64 of 169.254.169.254
-		{"64:ff9b::a00:1", false, true},      // NAT64 of 10.0.0.1
-		{"64:ff9b::7f00:1", false, true},     // NAT64 of 127.0.0.1
-		{"64:ff9b::808:808", true, true},     // NAT64 of 8.8.8.8
-		{"64:ff9b:1::808:808", false, true},  // local-use NAT64
+		{"fd00:ec2::23", false, false},            // the EKS pod identity agent
+		{"192.0.0.192", false, false},             // Oracle's, a public address
+		{"fd00:c1::a9fe:a9fe", false, false},      // Oracle's over IPv6
+		{"168.63.129.16", false, false},           // Azure's WireServer, a public address
+		{"64:ff9b::a9fe:a9fe", false, false},      // NAT64 of 169.254.169.254
+		{"64:ff9b::a00:1", false, true},           // NAT64 of 10.0.0.1
+		{"64:ff9b::7f00:1", false, true},          // NAT64 of 127.0.0.1
+		{"64:ff9b::808:808", true, true},          // NAT64 of 8.8.8.8
+		{"64:ff9b:1::808:808", false, true},       // local-use NAT64
+		{"64:ff9b:1::a9fe:a9fe", false, false},    // local-use NAT64 of 169.254.169.254
+		{"64:ff9b::a9fe:a9fe%eth0", false, false}, // a zone hides nothing
+		{"64:ff9b::a00:1%lo", false, true},
+		{"fd00:ec2::254%lo", false, false},
 		{"0.0.0.0", false, false},
 		{"::", false, false},
 		{"224.0.0.1", false, false},

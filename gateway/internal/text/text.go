@@ -75,27 +75,45 @@ func Sanitize(s string) string {
 	}
 	var b strings.Builder
 	b.Grow(len(s))
+	prev := rune(-1) // the last rune written
 	for i := 0; i < len(s); {
 		if s[i] == 0x1b {
 			i = skipEscape(s, i)
+			prev = -1
 			continue
 		}
 		r, n := utf8.DecodeRuneInString(s[i:])
+		w := r
 		switch {
 		case r == utf8.RuneError && n <= 1:
 			b.WriteRune(utf8.RuneError)
 		case r == '\r' && strings.HasPrefix(s[i+1:], "\n"):
+			w = -1
 		case r == '\r', r == '\v', r == '\f', r == '\u2028', r == '\u2029':
 			b.WriteByte(' ')
+			w = ' '
 		case r == '\t', r == '\n':
 			b.WriteRune(r)
+		case Presentation(prev, r):
+			b.WriteRune(r)
 		case Invisible(r):
+			w = -1
 		default:
 			b.WriteRune(r)
 		}
+		prev = w
 		i += n
 	}
 	return b.String()
+}
+
+// Presentation reports a presentation selector that [Sanitize] and
+// [Escape] keep as it is: U+FE0E (text style) or U+FE0F (emoji style)
+// right after a rune that is drawn (⚠️, 1️⃣), where it only chooses how
+// that rune looks. Anywhere else, and every other variation selector, is
+// [Invisible]: a run of selectors can carry data no reader sees.
+func Presentation(prev, r rune) bool {
+	return (r == '\ufe0e' || r == '\ufe0f') && prev > ' ' && !Invisible(prev) && !unicode.IsSpace(prev) && !unicode.Is(unicode.Mn, prev)
 }
 
 // OneLine is [Sanitize] with every run of white space (newlines and tabs
@@ -122,35 +140,62 @@ func Invisible(r rune) bool {
 // invalid UTF-8 as \xff: for text a person must judge (a diff, an
 // approval, an audit row), where a hidden character is what they need to
 // see. The result is one line.
-func Escape(s string) string { return escape(s, false) }
+func Escape(s string) string {
+	e, _ := escape(s, false, -1)
+	return e
+}
 
 // EscapeLines is [Escape] keeping tabs and newlines: for text shown as it
 // was laid out.
-func EscapeLines(s string) string { return escape(s, true) }
+func EscapeLines(s string) string {
+	e, _ := escape(s, true, -1)
+	return e
+}
 
-func escape(s string, lines bool) string {
+// EscapeCut is [Escape] cut to at most limit bytes, never inside a rune
+// or an escape; it reports whether it cut.
+func EscapeCut(s string, limit int) (string, bool) {
+	return escape(s, false, max(limit, 0))
+}
+
+// escape writes s as Escape (lines: EscapeLines does), stopping before
+// the first character whose form would take it past limit bytes (no
+// limit when limit < 0); it reports whether it stopped.
+func escape(s string, lines bool, limit int) (string, bool) {
 	if Plain(s) && (lines || !strings.ContainsAny(s, "\t\n")) {
-		return s
+		if limit >= 0 && len(s) > limit {
+			return s[:limit], true
+		}
+		return s, false
 	}
 	var b strings.Builder
 	b.Grow(len(s))
+	var piece [10]byte
+	prev := rune(-1) // the last rune written as it is
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
+		w := rune(-1)
+		var p []byte
 		switch {
 		case r == utf8.RuneError && n <= 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case lines && (r == '\t' || r == '\n'):
-			b.WriteRune(r)
+			p = fmt.Appendf(piece[:0], `\x%02x`, s[i])
+		case lines && (r == '\t' || r == '\n'), Presentation(prev, r):
+			p, w = append(piece[:0], s[i:i+n]...), r
 		case Invisible(r) && r > 0xffff:
-			fmt.Fprintf(&b, `\U%08x`, r)
+			p = fmt.Appendf(piece[:0], `\U%08x`, r)
 		case Invisible(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
+			p = fmt.Appendf(piece[:0], `\u%04x`, r)
 		default:
-			b.WriteString(s[i : i+n])
+			p, w = append(piece[:0], s[i:i+n]...), r
 		}
+		if limit >= 0 && b.Len()+len(p) > limit {
+			return b.String(), true
+		}
+		b.Write(p)
+		prev = w
 		i += n
 	}
-	return b.String()
+	return b.String(), false
 }
 
 // Plain reports text of printable ASCII, tabs and newlines only, which

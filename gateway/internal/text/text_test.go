@@ -117,6 +117,7 @@ func TestSanitize(t *testing.T) {
 		{"tags \U000e0069\U000e0067\U000e006eend", "tags end"},
 		{"joiner 👨\u200d👩", "joiner 👨👩"},
 		{"smuggled a\ufe00\ufe0f\U000e0100b", "smuggled ab"},
+		{"emoji ⚠\ufe0f 1\ufe0f\u20e3 ✔\ufe0e\ufe0f", "emoji ⚠\ufe0f 1\ufe0f\u20e3 ✔\ufe0e"},
 		{"fillers \u115f\u1160\u3164\uffa0x \u034fy", "fillers x y"},
 		{"bad \xff utf8", "bad \ufffd utf8"},
 		{"ünïcödé 日本 ✓", "ünïcödé 日本 ✓"},
@@ -135,7 +136,7 @@ func TestSanitize(t *testing.T) {
 // a fixed point; it grows at most threefold (a byte of invalid UTF-8
 // becomes U+FFFD).
 func FuzzSanitize(f *testing.F) {
-	for _, s := range []string{"a\x1b[31mb", "\x1b]0;x\x07", "\r\n", "\u202e", "\xff\xfe", "\x1bP\x1b\\", "\x1b(", "\u009b"} {
+	for _, s := range []string{"a\x1b[31mb", "\x1b]0;x\x07", "\r\n", "\u202e", "\xff\xfe", "\x1bP\x1b\\", "\x1b(", "\u009b", "a\ufe00\ufe0f", "⚠\ufe0f\ufe0f"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -143,10 +144,12 @@ func FuzzSanitize(f *testing.F) {
 		if !utf8.ValidString(got) {
 			t.Fatalf("Sanitize(%q) = %q: invalid UTF-8", s, got)
 		}
+		prev := rune(-1)
 		for _, r := range got {
-			if r != '\t' && r != '\n' && visibleNot(r) {
+			if r != '\t' && r != '\n' && visibleNot(prev, r) {
 				t.Fatalf("Sanitize(%q) = %q keeps %U", s, got, r)
 			}
+			prev = r
 		}
 		if again := text.Sanitize(got); again != got {
 			t.Fatalf("Sanitize is not idempotent on %q: %q, then %q", s, got, again)
@@ -166,7 +169,9 @@ func TestEscape(t *testing.T) {
 		{"evil\u202etxt.exe", `evil\u202etxt.exe`, `evil\u202etxt.exe`},
 		{"ad\u200bmin\ufeff", `ad\u200bmin\ufeff`, `ad\u200bmin\ufeff`},
 		{"tag\U000e0041", `tag\U000e0041`, `tag\U000e0041`},
-		{"vs a\ufe0f\U000e0101 h\u3164", `vs a\ufe0f\U000e0101 h\u3164`, `vs a\ufe0f\U000e0101 h\u3164`},
+		{"vs a\ufe0f\U000e0101 h\u3164", "vs a\ufe0f" + `\U000e0101 h\u3164`, "vs a\ufe0f" + `\U000e0101 h\u3164`},
+		{"warn ⚠\ufe0f 1\ufe0f\u20e3", "warn ⚠\ufe0f 1\ufe0f\u20e3", "warn ⚠\ufe0f 1\ufe0f\u20e3"},
+		{"run ⚠\ufe0f\ufe0f\ufe0e \ufe0f", "run ⚠\ufe0f" + `\ufe0f\ufe0e \ufe0f`, "run ⚠\ufe0f" + `\ufe0f\ufe0e \ufe0f`},
 		{"sep\u2028", `sep\u2028`, `sep\u2028`},
 		{"bad \xff\xfe", `bad \xff\xfe`, `bad \xff\xfe`},
 		{"ünïcödé 日本 ✓ \ufffd", "ünïcödé 日本 ✓ \ufffd", "ünïcödé 日本 ✓ \ufffd"},
@@ -184,7 +189,7 @@ func TestEscape(t *testing.T) {
 // tab and newline from EscapeLines), and everything visible in the input
 // is still there, in order.
 func FuzzEscape(f *testing.F) {
-	for _, s := range []string{"a\x1b[31mb", "\r\n\t", "\u202e", "\xff\xfe", "\u200b\U000e0041", "\u009b"} {
+	for _, s := range []string{"a\x1b[31mb", "\r\n\t", "\u202e", "\xff\xfe", "\u200b\U000e0041", "\u009b", "\ufe0f", "⚠\ufe0f\ufe0f", "\u3164\ufe0e"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -196,15 +201,17 @@ func FuzzEscape(f *testing.F) {
 			if !utf8.ValidString(got) {
 				t.Fatalf("escape(%q, %v) = %q: invalid UTF-8", s, lines, got)
 			}
+			prev := rune(-1)
 			for _, r := range got {
-				if visibleNot(r) && !(lines && (r == '\t' || r == '\n')) {
+				if visibleNot(prev, r) && !(lines && (r == '\t' || r == '\n')) {
 					t.Fatalf("escape(%q, %v) = %q keeps %U", s, lines, got, r)
 				}
+				prev = r
 			}
 			rest := got
 			for _, r := range strings.ToValidUTF8(s, "") {
-				if visibleNot(r) {
-					continue
+				if visibleNot(-1, r) || r == '\ufe0e' || r == '\ufe0f' {
+					continue // hidden, escaped or kept
 				}
 				i := strings.IndexRune(rest, r)
 				if i < 0 {
@@ -216,10 +223,16 @@ func FuzzEscape(f *testing.F) {
 	})
 }
 
-// visibleNot reports what no text shown to a person may hold as it is,
-// written out from the Unicode categories (not text.Invisible).
-func visibleNot(r rune) bool {
-	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
+// visibleNot reports what no text shown to a person may hold as it is
+// after prev, written out from the Unicode categories and properties (not
+// text.Invisible): controls, format characters, separators, variation
+// selectors and the other default-ignorable characters, but for one
+// presentation selector (U+FE0E, U+FE0F) right after a drawn rune.
+func visibleNot(prev, r rune) bool {
+	if (r == '\ufe0e' || r == '\ufe0f') && prev > ' ' && !unicode.IsSpace(prev) && !unicode.Is(unicode.Mn, prev) && !visibleNot(-1, prev) {
+		return false
+	}
+	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
 }
 
 // BenchmarkSanitize measures the sanitizer every line of the command's text
@@ -237,5 +250,34 @@ func BenchmarkSanitize(b *testing.B) {
 				_ = text.Sanitize(line)
 			}
 		})
+	}
+}
+
+func TestEscapeCut(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in    string
+		limit int
+		want  string
+		cut   bool
+	}{
+		{"plain", 10, "plain", false},
+		{"plain", 3, "pla", true},
+		{"ab\u200bcd", 8, `ab\u200b`, true},
+		{"ab\u200bcd", 5, "ab", true}, // not `ab\u2`
+		{"ab\u200bcd", 9, `ab\u200bc`, true},
+		{"日本", 4, "日", true},
+		{"bad\xffx", 6, "bad", true},
+		{"bad\xffx", 7, `bad\xff`, true},
+		{"⚠\ufe0f!", 6, "⚠\ufe0f", true},
+		{"x", -1, "", true},
+	} {
+		got, cut := text.EscapeCut(tc.in, tc.limit)
+		if got != tc.want || cut != tc.cut {
+			t.Errorf("EscapeCut(%q, %d) = %q, %v; want %q, %v", tc.in, tc.limit, got, cut, tc.want, tc.cut)
+		}
+		if whole := text.Escape(tc.in); !strings.HasPrefix(whole, got) {
+			t.Errorf("EscapeCut(%q, %d) = %q is not a prefix of Escape's %q", tc.in, tc.limit, got, whole)
+		}
 	}
 }
