@@ -103,9 +103,13 @@ func Build(ctx context.Context, opts Options) (*Built, error) {
 	if targets == nil {
 		targets = Targets()
 	}
+	commit, err := Git(ctx, repo, "rev-parse", "HEAD")
+	if err != nil {
+		return nil, err
+	}
 	date := opts.Date
 	if date.IsZero() {
-		if date, err = sourceDate(ctx, repo); err != nil {
+		if date, err = SourceDate(ctx, repo, commit); err != nil {
 			return nil, err
 		}
 	}
@@ -117,22 +121,18 @@ func Build(ctx context.Context, opts Options) (*Built, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(work)
-	commit, err := run(ctx, repo, nil, "git", "rev-parse", "HEAD")
-	if err != nil {
-		return nil, err
-	}
-	b := &Built{Commit: strings.TrimSpace(commit)}
+	b := &Built{Commit: commit}
 	src := filepath.Join(work, "src")
-	if err := checkout(ctx, repo, b.Commit, src); err != nil {
+	if err := Checkout(ctx, repo, b.Commit, src); err != nil {
 		return nil, err
 	}
 	for _, t := range targets {
 		name := fmt.Sprintf("preflight_%s_%s_%s", opts.Version, t.OS, t.Arch)
 		bin := filepath.Join(work, name, binaryName(t))
-		if err := compile(ctx, src, t, opts.Version, bin); err != nil {
+		if err := Compile(ctx, src, t.OS, t.Arch, opts.Version, bin); err != nil {
 			return nil, err
 		}
-		if err := checkStamp(bin, b.Commit); err != nil {
+		if _, err := Stamped(bin, b.Commit); err != nil {
 			return nil, err
 		}
 		files := []archiveFile{
@@ -166,62 +166,71 @@ func archiveExt(t Target) string {
 	return ".tar.gz"
 }
 
-// sourceDate is $SOURCE_DATE_EPOCH (reproducible-builds.org) or else the
-// committer time of HEAD, so that two builds of a commit are the same.
-func sourceDate(ctx context.Context, repo string) (time.Time, error) {
+// SourceDate is $SOURCE_DATE_EPOCH (reproducible-builds.org) or else the
+// committer time of commit in repo, in UTC, so that two builds of a
+// commit are the same.
+func SourceDate(ctx context.Context, repo, commit string) (time.Time, error) {
 	s := os.Getenv("SOURCE_DATE_EPOCH")
 	if s == "" {
-		out, err := run(ctx, repo, nil, "git", "log", "-1", "--format=%ct", "HEAD")
-		if err != nil {
+		var err error
+		if s, err = Git(ctx, repo, "show", "-s", "--format=%ct", commit); err != nil {
 			return time.Time{}, err
 		}
-		s = strings.TrimSpace(out)
 	}
 	sec, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("dist: source date %q: %w", s, err)
+		return time.Time{}, fmt.Errorf("source date %q: %w", s, err)
 	}
 	return time.Unix(sec, 0).UTC(), nil
 }
 
-// checkout checks commit of repo out into dir, a clone sharing repo's
-// objects. The go command stamps the commit only in a clone: it does not
-// recognize a worktree's .git file.
-func checkout(ctx context.Context, repo, commit, dir string) error {
-	if _, err := run(ctx, repo, nil, "git", "clone", "--quiet", "--shared", "--no-checkout", repo, dir); err != nil {
+// Checkout puts commit of repo in dir, a clone sharing repo's objects: a
+// clean tree whose .git is a directory, which the go command stamps (it
+// does not recognize the .git file of a linked worktree).
+func Checkout(ctx context.Context, repo, commit, dir string) error {
+	top, err := Git(ctx, repo, "rev-parse", "--show-toplevel")
+	if err != nil {
 		return err
 	}
-	_, err := run(ctx, dir, nil, "git", "checkout", "--quiet", "--detach", commit)
+	if _, err := Git(ctx, repo, "clone", "--quiet", "--shared", "--no-checkout", top, dir); err != nil {
+		return err
+	}
+	_, err = Git(ctx, dir, "checkout", "--quiet", "--detach", commit)
 	return err
 }
 
-// checkStamp checks that the binary at bin records commit, unmodified.
-func checkStamp(bin, commit string) error {
+// Stamped checks that the binary at bin records commit, unmodified, and
+// returns the module version it records.
+func Stamped(bin, commit string) (string, error) {
 	bi, err := buildinfo.ReadFile(bin)
 	if err != nil {
-		return err
+		return "", err
 	}
 	settings := map[string]string{}
 	for _, s := range bi.Settings {
 		settings[s.Key] = s.Value
 	}
 	if settings["vcs.revision"] != commit || settings["vcs.modified"] != "false" {
-		return fmt.Errorf("dist: %s records commit %q (modified %q), not %s", bin, settings["vcs.revision"], settings["vcs.modified"], commit)
+		return "", fmt.Errorf("%s records commit %q (modified %q), not %s", bin, settings["vcs.revision"], settings["vcs.modified"], commit)
 	}
-	return nil
+	return bi.Main.Version, nil
 }
 
-// compile builds the command in the checkout src for t into out: static, without this
-// machine's paths or a build id, at baseline CPU levels, with the commit
-// the go command stamps and the release version.
-func compile(ctx context.Context, src string, t Target, version, out string) error {
+// Compile builds the command in the checkout src for goos/goarch into out:
+// static, without this machine's paths or a build id, at baseline CPU
+// levels, with the commit the go command stamps and, when given, version
+// as the release version `preflight version` prints.
+func Compile(ctx context.Context, src, goos, goarch, version, out string) error {
+	ldflags := "-ldflags=-s -w -buildid="
+	if version != "" {
+		ldflags += " -X " + VersionVar + "=" + version
+	}
 	// GOENV=off: the empty GOFLAGS and GOEXPERIMENT then override what
 	// `go env -w` set on this machine (tags, -toolexec, an overlay, an
 	// experiment), which would otherwise go into the binaries unseen.
-	env := []string{"GOENV=off", "GOWORK=off", "GOFLAGS=", "CGO_ENABLED=0", "GOOS=" + t.OS, "GOARCH=" + t.Arch,
+	env := []string{"GOENV=off", "GOWORK=off", "GOFLAGS=", "CGO_ENABLED=0", "GOOS=" + goos, "GOARCH=" + goarch,
 		"GOAMD64=v1", "GOARM64=v8.0", "GOEXPERIMENT="}
-	_, err := run(ctx, filepath.Join(src, "gateway"), env, "go", "build", "-trimpath", "-buildvcs=true",
-		"-ldflags=-s -w -buildid= -X "+VersionVar+"="+version, "-o", out, "./cmd/preflight")
+	_, err := run(ctx, filepath.Join(src, "gateway"), env, "go", "build", "-trimpath", "-buildvcs=true", ldflags, "-o", out, "./cmd/preflight")
 	return err
 }
 
@@ -232,6 +241,12 @@ func writeSBOM(ctx context.Context, repo, version, bin, out string) error {
 	_, err := run(ctx, filepath.Join(repo, "release"), []string{"GOWORK=off", "GOFLAGS="},
 		"go", "tool", "cyclonedx-gomod", "bin", "-json", "-noserial", "-notimestamp", "-version", version, "-output", out, bin)
 	return err
+}
+
+// Git runs git in dir and returns its output, trimmed.
+func Git(ctx context.Context, dir string, args ...string) (string, error) {
+	out, err := run(ctx, dir, nil, "git", args...)
+	return strings.TrimSpace(out), err
 }
 
 // run runs a command in dir with extra environment and returns its output.

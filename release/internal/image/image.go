@@ -6,14 +6,11 @@
 package image
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"debug/buildinfo"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -99,13 +96,13 @@ func Build(ctx context.Context, opts Options) (*Built, error) {
 	if repo == "" {
 		repo = "."
 	}
-	commit, err := git(ctx, repo, "rev-parse", "--verify", cmp.Or(opts.Commit, "HEAD")+"^{commit}")
+	commit, err := dist.Git(ctx, repo, "rev-parse", "--verify", cmp.Or(opts.Commit, "HEAD")+"^{commit}")
 	if err != nil {
 		return nil, err
 	}
 	created := opts.Created
 	if created.IsZero() {
-		if created, err = sourceDate(ctx, repo, commit); err != nil {
+		if created, err = dist.SourceDate(ctx, repo, commit); err != nil {
 			return nil, err
 		}
 	}
@@ -116,7 +113,7 @@ func Build(ctx context.Context, opts Options) (*Built, error) {
 	}
 	defer os.RemoveAll(work)
 	src := filepath.Join(work, "src")
-	if err := checkout(ctx, repo, commit, src); err != nil {
+	if err := dist.Checkout(ctx, repo, commit, src); err != nil {
 		return nil, err
 	}
 	base, err := layer(baseEntries(), created)
@@ -131,12 +128,15 @@ func Build(ctx context.Context, opts Options) (*Built, error) {
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, p := range platforms {
 		bin := filepath.Join(work, "preflight-"+p.OS+"-"+p.Architecture)
-		if err := compile(ctx, src, p, opts.Version, bin); err != nil {
+		if err := dist.Compile(ctx, src, p.OS, p.Architecture, opts.Version, bin); err != nil {
 			return nil, err
 		}
-		version, err := stamped(bin, commit)
+		version, err := dist.Stamped(bin, commit)
 		if err != nil {
 			return nil, err
+		}
+		if version == "" || version == "(devel)" {
+			return nil, errors.New(bin + " records no version")
 		}
 		if b.Version == "" {
 			b.Version = version
@@ -206,92 +206,4 @@ func labels(b *Built) map[string]string {
 		"org.opencontainers.image.description": "The preflight MCP gateway: one MCP endpoint in front of upstream MCP servers that knows what a tool call will do before it runs.",
 		"org.opencontainers.image.created":     b.Created.Format(time.RFC3339),
 	}
-}
-
-// sourceDate is $SOURCE_DATE_EPOCH when set, else the commit's time.
-func sourceDate(ctx context.Context, repo, commit string) (time.Time, error) {
-	s := os.Getenv("SOURCE_DATE_EPOCH")
-	if s == "" {
-		var err error
-		if s, err = git(ctx, repo, "show", "-s", "--format=%ct", commit); err != nil {
-			return time.Time{}, err
-		}
-	}
-	sec, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("source date %q: %w", s, err)
-	}
-	return time.Unix(sec, 0), nil
-}
-
-// checkout puts commit in dir, a clone sharing repo's objects: a clean tree
-// whose .git is a directory, which the go command stamps (it does not see
-// the .git file of a linked worktree).
-func checkout(ctx context.Context, repo, commit, dir string) error {
-	top, err := git(ctx, repo, "rev-parse", "--show-toplevel")
-	if err != nil {
-		return err
-	}
-	if _, err := git(ctx, repo, "clone", "--quiet", "--shared", "--no-checkout", top, dir); err != nil {
-		return err
-	}
-	_, err = git(ctx, dir, "checkout", "--quiet", "--detach", commit)
-	return err
-}
-
-// compile builds the preflight command of the checkout in src for p: static,
-// without paths of this machine or a build id, with the version and commit
-// the go command stamps, and version (when given) as the release version
-// `preflight version` prints, as scripts/release stamps its binaries.
-func compile(ctx context.Context, src string, p v1.Platform, version, out string) error {
-	ldflags := "-ldflags=-s -w -buildid="
-	if version != "" {
-		ldflags += " -X " + dist.VersionVar + "=" + version
-	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=true", ldflags, "-o", out, "./cmd/preflight")
-	cmd.Dir = filepath.Join(src, "gateway")
-	// GOENV=off: the empty GOFLAGS and GOEXPERIMENT then override what
-	// `go env -w` set on this machine, as in scripts/release's build.
-	cmd.Env = append(os.Environ(),
-		"GOENV=off", "GOWORK=off", "GOFLAGS=", "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture,
-		"GOAMD64=v1", "GOARM64=v8.0", "GOEXPERIMENT=")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go build for %s/%s: %w\n%s", p.OS, p.Architecture, err, stderr.Bytes())
-	}
-	return nil
-}
-
-// stamped checks that the binary at path records commit, unmodified, and
-// returns the version it records.
-func stamped(path, commit string) (string, error) {
-	bi, err := buildinfo.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	settings := map[string]string{}
-	for _, s := range bi.Settings {
-		settings[s.Key] = s.Value
-	}
-	if settings["vcs.revision"] != commit || settings["vcs.modified"] != "false" {
-		return "", fmt.Errorf("%s records commit %q (modified %q), not %s", path, settings["vcs.revision"], settings["vcs.modified"], commit)
-	}
-	if bi.Main.Version == "" || bi.Main.Version == "(devel)" {
-		return "", errors.New(path + " records no version")
-	}
-	return bi.Main.Version, nil
-}
-
-// git runs git in dir and returns its output, trimmed.
-func git(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(stderr.Bytes()))
-	}
-	return strings.TrimSpace(string(out)), nil
 }

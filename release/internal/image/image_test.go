@@ -22,6 +22,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/preflightmcp/preflight/release/internal/dist"
 )
 
 // TestImage builds the image of HEAD twice into two directories and checks
@@ -255,7 +256,7 @@ func checkBinary(t *testing.T, binary []byte, p v1.Platform, b *Built) {
 		t.Fatal(err)
 	}
 	if p.OS != runtime.GOOS || p.Architecture != runtime.GOARCH {
-		if version, err := stamped(path, b.Commit); err != nil || version != b.Version {
+		if version, err := dist.Stamped(path, b.Commit); err != nil || version != b.Version {
 			t.Errorf("binary for %s: version %q (%v), want %s", p, version, err, b.Version)
 		}
 		return
