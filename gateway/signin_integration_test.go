@@ -4,7 +4,6 @@ package gateway_test
 
 import (
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -42,19 +41,7 @@ func TestSignInReplicasShareTheVault(t *testing.T) {
 	r.as.SetAccessTTL(30*time.Second, time.Hour)
 	before := r.as.Refreshes("alice")
 	const n = 4
-	var wg sync.WaitGroup
-	subjects := make(chan string, 2*n)
-	for range n {
-		for _, og := range []*oauthGateway{a, b} {
-			wg.Go(func() {
-				subject, _ := alice.whoamiQuiet(t.Context(), og)
-				subjects <- subject
-			})
-		}
-	}
-	wg.Wait()
-	close(subjects)
-	for s := range subjects {
+	for _, s := range alice.whoamiTogether(t.Context(), n, a, b) {
 		if s != "alice" {
 			t.Errorf("a call on a replica ran as %q", s)
 		}

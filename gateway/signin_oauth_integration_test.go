@@ -253,6 +253,39 @@ func (p *person) whoamiQuiet(ctx context.Context, og *oauthGateway) (subject str
 	return id.Subject, true
 }
 
+// whoamiTogether calls whoami as p n times on each of ogs at once and
+// returns the subjects the calls ran as ("" for a failed one).
+func (p *person) whoamiTogether(ctx context.Context, n int, ogs ...*oauthGateway) []string {
+	var wg sync.WaitGroup
+	subjects := make(chan string, n*len(ogs))
+	for range n {
+		for _, og := range ogs {
+			wg.Go(func() {
+				subject, _ := p.whoamiQuiet(ctx, og)
+				subjects <- subject
+			})
+		}
+	}
+	wg.Wait()
+	close(subjects)
+	var out []string
+	for s := range subjects {
+		out = append(out, s)
+	}
+	return out
+}
+
+// connectEach signs each of people in to the page of og and connects
+// them to the whoami upstream, then waits until og lists its tools.
+func connectEach(t *testing.T, og *oauthGateway, people ...*person) {
+	t.Helper()
+	for _, p := range people {
+		p.signIn(t, og)
+		p.connect(t, og.base+"/ui/connections/whoami/connect")
+	}
+	og.waitListed(t, people[0])
+}
+
 // mustBe checks that p's whoami ran with subject's token.
 func (p *person) mustBe(t *testing.T, og *oauthGateway, subject string) {
 	t.Helper()
@@ -384,17 +417,7 @@ func TestSignInRefreshOnce(t *testing.T) {
 	r.as.SetAccessTTL(30*time.Second, time.Hour)
 	before := r.as.Refreshes("alice")
 	const n = 8
-	var wg sync.WaitGroup
-	subjects := make(chan string, n)
-	for range n {
-		wg.Go(func() {
-			subject, _ := alice.whoamiQuiet(t.Context(), og)
-			subjects <- subject
-		})
-	}
-	wg.Wait()
-	close(subjects)
-	for s := range subjects {
+	for _, s := range alice.whoamiTogether(t.Context(), n, og) {
 		if s != "alice" {
 			t.Errorf("a concurrent call ran as %q", s)
 		}
@@ -415,11 +438,7 @@ func TestSignInRevoked(t *testing.T) {
 	r := newOAuthRig(t, "alice", "bob")
 	og := startOAuthGateway(t, r, openVault(t), oauthas.PublicClient)
 	alice, bob := r.person(t, "alice"), r.person(t, "bob")
-	for _, p := range []*person{alice, bob} {
-		p.signIn(t, og)
-		p.connect(t, og.base+"/ui/connections/whoami/connect")
-	}
-	og.waitListed(t, alice)
+	connectEach(t, og, alice, bob)
 	alice.mustBe(t, og, "alice")
 
 	if err := r.as.RevokeSubject(t.Context(), "alice"); err != nil {
@@ -446,11 +465,7 @@ func TestSignInDisconnect(t *testing.T) {
 	r := newOAuthRig(t, "alice", "bob")
 	og := startOAuthGateway(t, r, openVault(t), oauthas.PublicClient)
 	alice, bob := r.person(t, "alice"), r.person(t, "bob")
-	for _, p := range []*person{alice, bob} {
-		p.signIn(t, og)
-		p.connect(t, og.base+"/ui/connections/whoami/connect")
-	}
-	og.waitListed(t, alice)
+	connectEach(t, og, alice, bob)
 	alice.mustBe(t, og, "alice")
 
 	alice.disconnect(t, og, "whoami")
